@@ -1,0 +1,1 @@
+"""The ``cdcflow`` command line: one entry point with a subcommand per job."""

@@ -1,0 +1,27 @@
+"""The ``cdcflow`` entry point: a click group whose subcommands live in sibling modules."""
+
+from __future__ import annotations
+
+from importlib import metadata
+
+import click
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+def cli() -> None:
+    """cdcflow: Debezium-compatible change data capture, from a database log to Kafka and Spark.
+
+    Each subcommand takes the same YAML custom resources the Kubernetes operator reads, so a
+    connector that works on a laptop works unchanged in a cluster.
+    """
+
+
+@cli.command()
+def version() -> None:
+    """Print the cdcflow version."""
+    click.echo(f"cdcflow {metadata.version('cdcflow')}")
+
+
+def main() -> None:
+    """Console-script entry point."""
+    cli()

@@ -1,0 +1,185 @@
+"""A throwaway PostgreSQL server set up for logical replication.
+
+Runs the machine's PostgreSQL binaries (15 or newer) as a non-root OS user, because initdb
+refuses root. The cluster has ``wal_level=logical``, room for replication slots, password
+authentication on loopback, and two roles besides the superuser:
+
+* ``cdc`` holds exactly the privileges the Debezium documentation asks of a connector user:
+  LOGIN, REPLICATION, CREATE on the database (publications) and SELECT on the captured tables.
+* the superuser ``postgres`` administers fixtures and tests.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import pwd
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from cdcflow.operator.devservices import processes
+
+SERVICE = "PostgreSQL"
+SUPERUSER = "postgres"
+SUPERUSER_PASSWORD = "postgres-dev-only"
+CDC_USER = "cdc"
+CDC_PASSWORD = "cdc-dev-only"
+DATABASE = "inventory"
+OS_USER_CANDIDATES = ("postgres", "cdcflow")
+
+
+@dataclass(frozen=True)
+class PostgresServer:
+    """Where a running throwaway PostgreSQL listens and how to log in."""
+
+    host: str
+    port: int
+    database: str
+    superuser: str
+    superuser_password: str
+    cdc_user: str
+    cdc_password: str
+    data_dir: Path
+    log: Path
+
+    def dsn(self, *, user: str | None = None, password: str | None = None, **extra: str) -> str:
+        """A libpq connection string, by default for the superuser."""
+        parts = {
+            "host": self.host,
+            "port": str(self.port),
+            "dbname": self.database,
+            "user": user or self.superuser,
+            "password": password if password is not None else self.superuser_password,
+            **extra,
+        }
+        return " ".join(f"{key}={value}" for key, value in parts.items())
+
+
+def find_bindir() -> Path:
+    """The folder holding ``initdb`` and ``postgres``: PATH's pg_config, else Debian's layout."""
+    pg_config = shutil.which("pg_config")
+    if pg_config:
+        out = subprocess.run([pg_config, "--bindir"], capture_output=True, text=True, check=False)
+        candidate = Path(out.stdout.strip())
+        if (candidate / "postgres").exists():
+            return candidate
+    for candidate_text in sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True):
+        if (Path(candidate_text) / "postgres").exists():
+            return Path(candidate_text)
+    raise processes.ServiceStartError(
+        "PostgreSQL server binaries were not found (no `postgres` beside pg_config, none under "
+        "/usr/lib/postgresql/*/bin). Install them, e.g. `apt-get install postgresql-15`."
+    )
+
+
+def os_user() -> str | None:
+    """The unprivileged OS user to run the server as when we are root; created if needed."""
+    if os.geteuid() != 0:
+        return None
+    for name in OS_USER_CANDIDATES:
+        with contextlib.suppress(KeyError):
+            pwd.getpwnam(name)
+            return name
+    subprocess.run(
+        ["useradd", "--system", "--no-create-home", OS_USER_CANDIDATES[-1]], check=True
+    )
+    return OS_USER_CANDIDATES[-1]
+
+
+@contextlib.contextmanager
+def running_postgres() -> Iterator[PostgresServer]:
+    """Initialise, start and finally stop and remove a PostgreSQL cluster in a temporary folder.
+
+    The folder is created here rather than taken from the caller because the server's OS user
+    must be able to reach it, and pytest's temporary folders are private to root.
+    """
+    bindir = find_bindir()
+    user = os_user()
+    workdir = Path(tempfile.mkdtemp(prefix="cdcflow-postgres-"))
+    data_dir, log = workdir / "data", workdir / "postgres.log"
+    _init_cluster(bindir=bindir, workdir=workdir, user=user)
+    port = processes.free_port()
+    process = processes.start_process(
+        [
+            str(bindir / "postgres"),
+            "-D", str(data_dir),
+            "-p", str(port),
+            "-c", "listen_addresses=127.0.0.1",
+            "-c", f"unix_socket_directories={workdir}",
+        ],
+        log=log,
+        user=user,
+    )
+    try:
+        processes.wait_until(
+            lambda: processes.port_open(port),
+            service=SERVICE, what=f"port {port}", log=log, timeout=60, process=process,
+        )
+        server = PostgresServer(
+            host="127.0.0.1", port=port, database=DATABASE,
+            superuser=SUPERUSER, superuser_password=SUPERUSER_PASSWORD,
+            cdc_user=CDC_USER, cdc_password=CDC_PASSWORD, data_dir=data_dir, log=log,
+        )
+        _create_database_and_roles(bindir=bindir, server=server, workdir=workdir)
+        yield server
+    finally:
+        processes.stop_process(process)
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _init_cluster(*, bindir: Path, workdir: Path, user: str | None) -> None:
+    """Run initdb with the superuser password and write the replication-ready settings."""
+    pwfile = workdir / "pwfile"
+    pwfile.write_text(SUPERUSER_PASSWORD + "\n")
+    if user is not None:
+        shutil.chown(workdir, user=user)
+        shutil.chown(pwfile, user=user)
+    processes.run_checked(
+        [
+            str(bindir / "initdb"), "-D", str(workdir / "data"), "-U", SUPERUSER,
+            f"--pwfile={pwfile}", "--auth-local=scram-sha-256", "--auth-host=scram-sha-256",
+            "--encoding=UTF8", "--locale=C.UTF-8",
+        ],
+        service=SERVICE, log=workdir / "initdb.log", user=user,
+    )
+    settings = (
+        "wal_level = logical\n"
+        "max_replication_slots = 20\n"
+        "max_wal_senders = 20\n"
+        "fsync = off\n"
+        "full_page_writes = off\n"
+        "shared_buffers = 256MB\n"
+        "max_connections = 200\n"
+    )
+    with (workdir / "data" / "postgresql.conf").open("a") as conf:
+        conf.write(settings)
+    with (workdir / "data" / "pg_hba.conf").open("a") as hba:
+        hba.write("host replication all 127.0.0.1/32 scram-sha-256\n")
+
+
+def _create_database_and_roles(*, bindir: Path, server: PostgresServer, workdir: Path) -> None:
+    """Create the sample database and the CDC role with only its documented privileges."""
+    statements = [
+        f"CREATE DATABASE {server.database}",
+        f"CREATE ROLE {CDC_USER} LOGIN REPLICATION PASSWORD '{CDC_PASSWORD}'",
+        f"GRANT CREATE, CONNECT ON DATABASE {server.database} TO {CDC_USER}",
+    ]
+    in_database = [
+        f"GRANT USAGE ON SCHEMA public TO {CDC_USER}",
+        f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {CDC_USER}",
+        f"ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT SELECT ON TABLES TO {CDC_USER}",
+    ]
+    env = {**os.environ, "PGPASSWORD": SUPERUSER_PASSWORD}
+    base = [str(bindir / "psql"), "-h", server.host, "-p", str(server.port), "-U", SUPERUSER,
+            "-v", "ON_ERROR_STOP=1", "-q"]
+    for sql in statements:
+        processes.run_checked([*base, "-d", "postgres", "-c", sql], service=SERVICE,
+                              log=workdir / "setup.log", env=env)
+    for sql in in_database:
+        processes.run_checked([*base, "-d", server.database, "-c", sql], service=SERVICE,
+                              log=workdir / "setup.log", env=env)

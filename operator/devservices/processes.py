@@ -1,0 +1,142 @@
+"""Shared plumbing for throwaway services: free ports, the cache, starting and stopping processes.
+
+A service that fails to start raises :class:`ServiceStartError` whose message names the
+service, what it was waiting for, and the tail of the service's own log, so a failed test run
+says why without anyone digging through temporary directories.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+LOG_TAIL_LINES = 40
+
+
+class ServiceStartError(RuntimeError):
+    """A throwaway service did not come up; the message carries its log tail."""
+
+
+def cache_dir(*parts: str) -> Path:
+    """Return (and create) a folder under the cdcflow cache, ``$CDCFLOW_CACHE`` or ~/.cache/cdcflow."""
+    root = Path(os.environ.get("CDCFLOW_CACHE", Path.home() / ".cache" / "cdcflow"))
+    path = root.joinpath(*parts)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def free_port() -> int:
+    """Ask the kernel for a TCP port on 127.0.0.1 that is free right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def port_open(port: int, host: str = "127.0.0.1") -> bool:
+    """Whether something accepts TCP connections on ``host:port``."""
+    with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=0.5):
+        return True
+    return False
+
+
+def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
+    """The last ``lines`` lines of a log file, or a note that it does not exist."""
+    if not path.exists():
+        return f"(no log at {path})"
+    text = path.read_text(errors="replace").splitlines()
+    return "\n".join(text[-lines:])
+
+
+def wait_until(
+    ready: Callable[[], bool],
+    *,
+    service: str,
+    what: str,
+    log: Path,
+    timeout: float,
+    process: subprocess.Popen[bytes] | None = None,
+) -> None:
+    """Poll ``ready`` until it holds; raise with the log tail on timeout or early process exit."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if ready():
+            return
+        if process is not None and process.poll() is not None:
+            raise ServiceStartError(
+                f"{service} exited with code {process.returncode} while waiting for {what}.\n"
+                f"Last lines of {log}:\n{log_tail(log)}"
+            )
+        time.sleep(0.2)
+    raise ServiceStartError(
+        f"{service} did not become ready ({what}) within {timeout:.0f}s.\n"
+        f"Last lines of {log}:\n{log_tail(log)}"
+    )
+
+
+def run_checked(
+    args: Sequence[str],
+    *,
+    service: str,
+    log: Path,
+    env: dict[str, str] | None = None,
+    user: str | None = None,
+    timeout: float = 600,
+) -> None:
+    """Run a setup command, appending its output to ``log``; raise with the tail on failure."""
+    command = _as_user(args, user)
+    with log.open("ab") as sink:
+        result = subprocess.run(
+            command, stdout=sink, stderr=subprocess.STDOUT, env=env, timeout=timeout, check=False
+        )
+    if result.returncode != 0:
+        raise ServiceStartError(
+            f"{service}: `{' '.join(args)}` failed with code {result.returncode}.\n"
+            f"Last lines of {log}:\n{log_tail(log)}"
+        )
+
+
+def start_process(
+    args: Sequence[str], *, log: Path, env: dict[str, str] | None = None, user: str | None = None
+) -> subprocess.Popen[bytes]:
+    """Start a long-running service process in its own session with output going to ``log``."""
+    with log.open("ab") as sink:
+        return subprocess.Popen(
+            _as_user(args, user),
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
+
+
+def stop_process(process: subprocess.Popen[bytes], *, grace: float = 15) -> None:
+    """Terminate a service process, escalating to SIGKILL after ``grace`` seconds."""
+    if process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=grace)
+
+
+def require_binary(name: str, *, hint: str) -> str:
+    """Locate an executable or raise with ``hint`` saying how to install it."""
+    found = shutil.which(name)
+    if found is None:
+        raise ServiceStartError(f"`{name}` was not found on PATH. {hint}")
+    return found
+
+
+def _as_user(args: Sequence[str], user: str | None) -> list[str]:
+    """Wrap a command so it runs as ``user`` when we are root (initdb and postgres refuse root)."""
+    if user is None or os.geteuid() != 0:
+        return list(args)
+    return ["setpriv", f"--reuid={user}", f"--regid={user}", "--init-groups", "--", *args]

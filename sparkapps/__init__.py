@@ -1,0 +1,1 @@
+"""PySpark jobs that consume cdcflow change topics and apply them to lakehouse tables."""
