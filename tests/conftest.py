@@ -7,7 +7,10 @@ from pathlib import Path
 import pytest
 
 pytest_plugins = [
+    "tests.plugins.fix_kafka",
+    "tests.plugins.fix_mariadb",
     "tests.plugins.fix_postgres",
+    "tests.plugins.fix_spark",
 ]
 
 TIERS = ("unit", "integration", "e2e")

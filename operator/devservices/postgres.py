@@ -12,7 +12,6 @@ authentication on loopback, and two roles besides the superuser:
 from __future__ import annotations
 
 import contextlib
-import glob
 import os
 import pwd
 import shutil
@@ -68,9 +67,9 @@ def find_bindir() -> Path:
         candidate = Path(out.stdout.strip())
         if (candidate / "postgres").exists():
             return candidate
-    for candidate_text in sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True):
-        if (Path(candidate_text) / "postgres").exists():
-            return Path(candidate_text)
+    for bindir in sorted(Path("/usr/lib/postgresql").glob("*/bin"), reverse=True):
+        if (bindir / "postgres").exists():
+            return bindir
     raise processes.ServiceStartError(
         "PostgreSQL server binaries were not found (no `postgres` beside pg_config, none under "
         "/usr/lib/postgresql/*/bin). Install them, e.g. `apt-get install postgresql-15`."
@@ -85,9 +84,7 @@ def os_user() -> str | None:
         with contextlib.suppress(KeyError):
             pwd.getpwnam(name)
             return name
-    subprocess.run(
-        ["useradd", "--system", "--no-create-home", OS_USER_CANDIDATES[-1]], check=True
-    )
+    subprocess.run(["useradd", "--system", "--no-create-home", OS_USER_CANDIDATES[-1]], check=True)
     return OS_USER_CANDIDATES[-1]
 
 
@@ -107,10 +104,14 @@ def running_postgres() -> Iterator[PostgresServer]:
     process = processes.start_process(
         [
             str(bindir / "postgres"),
-            "-D", str(data_dir),
-            "-p", str(port),
-            "-c", "listen_addresses=127.0.0.1",
-            "-c", f"unix_socket_directories={workdir}",
+            "-D",
+            str(data_dir),
+            "-p",
+            str(port),
+            "-c",
+            "listen_addresses=127.0.0.1",
+            "-c",
+            f"unix_socket_directories={workdir}",
         ],
         log=log,
         user=user,
@@ -118,12 +119,22 @@ def running_postgres() -> Iterator[PostgresServer]:
     try:
         processes.wait_until(
             lambda: processes.port_open(port),
-            service=SERVICE, what=f"port {port}", log=log, timeout=60, process=process,
+            service=SERVICE,
+            what=f"port {port}",
+            log=log,
+            timeout=60,
+            process=process,
         )
         server = PostgresServer(
-            host="127.0.0.1", port=port, database=DATABASE,
-            superuser=SUPERUSER, superuser_password=SUPERUSER_PASSWORD,
-            cdc_user=CDC_USER, cdc_password=CDC_PASSWORD, data_dir=data_dir, log=log,
+            host="127.0.0.1",
+            port=port,
+            database=DATABASE,
+            superuser=SUPERUSER,
+            superuser_password=SUPERUSER_PASSWORD,
+            cdc_user=CDC_USER,
+            cdc_password=CDC_PASSWORD,
+            data_dir=data_dir,
+            log=log,
         )
         _create_database_and_roles(bindir=bindir, server=server, workdir=workdir)
         yield server
@@ -141,11 +152,20 @@ def _init_cluster(*, bindir: Path, workdir: Path, user: str | None) -> None:
         shutil.chown(pwfile, user=user)
     processes.run_checked(
         [
-            str(bindir / "initdb"), "-D", str(workdir / "data"), "-U", SUPERUSER,
-            f"--pwfile={pwfile}", "--auth-local=scram-sha-256", "--auth-host=scram-sha-256",
-            "--encoding=UTF8", "--locale=C.UTF-8",
+            str(bindir / "initdb"),
+            "-D",
+            str(workdir / "data"),
+            "-U",
+            SUPERUSER,
+            f"--pwfile={pwfile}",
+            "--auth-local=scram-sha-256",
+            "--auth-host=scram-sha-256",
+            "--encoding=UTF8",
+            "--locale=C.UTF-8",
         ],
-        service=SERVICE, log=workdir / "initdb.log", user=user,
+        service=SERVICE,
+        log=workdir / "initdb.log",
+        user=user,
     )
     settings = (
         "wal_level = logical\n"
@@ -175,11 +195,29 @@ def _create_database_and_roles(*, bindir: Path, server: PostgresServer, workdir:
         f"ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT SELECT ON TABLES TO {CDC_USER}",
     ]
     env = {**os.environ, "PGPASSWORD": SUPERUSER_PASSWORD}
-    base = [str(bindir / "psql"), "-h", server.host, "-p", str(server.port), "-U", SUPERUSER,
-            "-v", "ON_ERROR_STOP=1", "-q"]
+    base = [
+        str(bindir / "psql"),
+        "-h",
+        server.host,
+        "-p",
+        str(server.port),
+        "-U",
+        SUPERUSER,
+        "-v",
+        "ON_ERROR_STOP=1",
+        "-q",
+    ]
     for sql in statements:
-        processes.run_checked([*base, "-d", "postgres", "-c", sql], service=SERVICE,
-                              log=workdir / "setup.log", env=env)
+        processes.run_checked(
+            [*base, "-d", "postgres", "-c", sql],
+            service=SERVICE,
+            log=workdir / "setup.log",
+            env=env,
+        )
     for sql in in_database:
-        processes.run_checked([*base, "-d", server.database, "-c", sql], service=SERVICE,
-                              log=workdir / "setup.log", env=env)
+        processes.run_checked(
+            [*base, "-d", server.database, "-c", sql],
+            service=SERVICE,
+            log=workdir / "setup.log",
+            env=env,
+        )

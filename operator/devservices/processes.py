@@ -24,7 +24,7 @@ class ServiceStartError(RuntimeError):
 
 
 def cache_dir(*parts: str) -> Path:
-    """Return (and create) a folder under the cdcflow cache, ``$CDCFLOW_CACHE`` or ~/.cache/cdcflow."""
+    """Return (and create) a folder under ``$CDCFLOW_CACHE``, by default ~/.cache/cdcflow."""
     root = Path(os.environ.get("CDCFLOW_CACHE", Path.home() / ".cache" / "cdcflow"))
     path = root.joinpath(*parts)
     path.mkdir(parents=True, exist_ok=True)

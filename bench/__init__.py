@@ -1,0 +1,1 @@
+"""Benchmarks: each prints its measured numbers beside the ceiling they are compared to."""

@@ -1,0 +1,346 @@
+"""Configuration: the CdcConnector resource and the Debezium connector properties it carries.
+
+One set of pydantic models serves three readers: the engine (``cdcflow capture -f``), the
+operator (which renders it into a ConfigMap) and the CRD generator (field descriptions become
+``kubectl explain`` text). Connector options use Debezium's property names so an existing
+Debezium configuration moves over unchanged; unknown names are rejected with the valid ones
+listed, and 1.x names (``database.server.name``, ``database.history.*``) are accepted as
+deprecated aliases with a warning. Credentials never appear here: they come from a Secret (in
+a pod, as environment variables) or, locally, from the environment or a file.
+"""
+
+from __future__ import annotations
+
+import difflib
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+log = logging.getLogger(__name__)
+
+API_VERSION = "cdcflow.io/v1alpha1"
+OVERRIDES_PREFIX = "snapshot.select.statement.overrides."
+DEPRECATED_ALIASES = {
+    "database.server.name": "topic.prefix",
+    "toasted.value.placeholder": "unavailable.value.placeholder",
+    "database.history.kafka.topic": "schema.history.internal.kafka.topic",
+    "database.history.kafka.bootstrap.servers": "schema.history.internal.kafka.bootstrap.servers",
+}
+SECRET_PROPERTIES = ("database.password", "database.user", "database.sslpassword")
+
+
+class ConfigError(ValueError):
+    """The configuration is wrong; the message says what and how to fix it."""
+
+
+def _csv(value: object) -> tuple[str, ...]:
+    """Debezium lists are comma-separated strings; YAML users may also write real lists."""
+    if value is None or value == "":
+        return ()
+    items = value if isinstance(value, list | tuple) else str(value).split(",")
+    return tuple(str(item).strip() for item in items if str(item).strip())
+
+
+class ConnectorProperties(BaseModel):
+    """Debezium connector properties understood by cdcflow, under their Debezium names."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=False)
+
+    topic_prefix: str = Field(
+        alias="topic.prefix",
+        pattern=r"^[A-Za-z0-9._-]+$",
+        description="Logical server name: prefix of every topic and the offsets' partition key.",
+    )
+    topic_delimiter: str = Field(
+        ".", alias="topic.delimiter", description="Separator in topic names."
+    )
+    plugin_name: Literal["pgoutput"] = Field("pgoutput", alias="plugin.name")
+    slot_name: str = Field(
+        "debezium", alias="slot.name", pattern=r"^[a-z0-9_]+$", description="Replication slot."
+    )
+    slot_drop_on_stop: bool = Field(False, alias="slot.drop.on.stop")
+    publication_name: str = Field("dbz_publication", alias="publication.name")
+    publication_autocreate_mode: Literal["all_tables", "disabled", "filtered"] = Field(
+        "all_tables", alias="publication.autocreate.mode"
+    )
+    snapshot_mode: Literal[
+        "initial", "always", "never", "no_data", "initial_only", "when_needed", "exported"
+    ] = Field("initial", alias="snapshot.mode")
+    snapshot_include_collection_list: tuple[str, ...] = Field(
+        (), alias="snapshot.include.collection.list"
+    )
+    snapshot_select_statement_overrides: tuple[str, ...] = Field(
+        (), alias="snapshot.select.statement.overrides"
+    )
+    snapshot_fetch_size: int = Field(10240, alias="snapshot.fetch.size", gt=0)
+    snapshot_delay_ms: int = Field(0, alias="snapshot.delay.ms", ge=0)
+    schema_include_list: tuple[str, ...] = Field((), alias="schema.include.list")
+    schema_exclude_list: tuple[str, ...] = Field((), alias="schema.exclude.list")
+    table_include_list: tuple[str, ...] = Field((), alias="table.include.list")
+    table_exclude_list: tuple[str, ...] = Field((), alias="table.exclude.list")
+    column_include_list: tuple[str, ...] = Field((), alias="column.include.list")
+    column_exclude_list: tuple[str, ...] = Field((), alias="column.exclude.list")
+    message_key_columns: str = Field("", alias="message.key.columns")
+    message_prefix_include_list: tuple[str, ...] = Field((), alias="message.prefix.include.list")
+    message_prefix_exclude_list: tuple[str, ...] = Field((), alias="message.prefix.exclude.list")
+    skipped_operations: tuple[Literal["c", "u", "d", "t", "none"], ...] = Field(
+        ("t",), alias="skipped.operations"
+    )
+    tombstones_on_delete: bool = Field(True, alias="tombstones.on.delete")
+    decimal_handling_mode: Literal["precise", "double", "string"] = Field(
+        "precise", alias="decimal.handling.mode"
+    )
+    time_precision_mode: Literal["adaptive", "adaptive_time_microseconds", "connect"] = Field(
+        "adaptive", alias="time.precision.mode"
+    )
+    hstore_handling_mode: Literal["json", "map"] = Field("json", alias="hstore.handling.mode")
+    interval_handling_mode: Literal["numeric", "string"] = Field(
+        "numeric", alias="interval.handling.mode"
+    )
+    binary_handling_mode: Literal["bytes", "base64", "hex"] = Field(
+        "bytes", alias="binary.handling.mode"
+    )
+    include_unknown_datatypes: bool = Field(False, alias="include.unknown.datatypes")
+    unavailable_value_placeholder: str = Field(
+        "__debezium_unavailable_value", alias="unavailable.value.placeholder"
+    )
+    truncate_handling_mode: Literal["skip", "include"] | None = Field(
+        None, alias="truncate.handling.mode", description="Deprecated: use skipped.operations."
+    )
+    provide_transaction_metadata: bool = Field(False, alias="provide.transaction.metadata")
+    topic_transaction: str = Field("transaction", alias="topic.transaction")
+    heartbeat_interval_ms: int = Field(0, alias="heartbeat.interval.ms", ge=0)
+    heartbeat_topics_prefix: str = Field("__debezium-heartbeat", alias="heartbeat.topics.prefix")
+    heartbeat_action_query: str = Field("", alias="heartbeat.action.query")
+    status_update_interval_ms: int = Field(10000, alias="status.update.interval.ms", gt=0)
+    max_queue_size: int = Field(8192, alias="max.queue.size", gt=0)
+    max_batch_size: int = Field(2048, alias="max.batch.size", gt=0)
+    max_queue_size_in_bytes: int = Field(0, alias="max.queue.size.in.bytes", ge=0)
+    poll_interval_ms: int = Field(500, alias="poll.interval.ms", gt=0)
+    offset_flush_interval_ms: int = Field(1000, alias="offset.flush.interval.ms", gt=0)
+    key_converter_schemas_enable: bool = Field(True, alias="key.converter.schemas.enable")
+    value_converter_schemas_enable: bool = Field(True, alias="value.converter.schemas.enable")
+    signal_data_collection: str = Field("", alias="signal.data.collection")
+    signal_enabled_channels: tuple[str, ...] = Field(("source",), alias="signal.enabled.channels")
+    signal_kafka_topic: str = Field("", alias="signal.kafka.topic")
+    incremental_snapshot_chunk_size: int = Field(
+        1024, alias="incremental.snapshot.chunk.size", gt=0
+    )
+    event_processing_failure_handling_mode: Literal["fail", "warn", "skip"] = Field(
+        "fail", alias="event.processing.failure.handling.mode"
+    )
+    retriable_restart_connector_wait_ms: int = Field(
+        10000, alias="retriable.restart.connector.wait.ms", ge=0
+    )
+    errors_max_retries: int = Field(-1, alias="errors.max.retries", ge=-1)
+    topic_creation_default_partitions: int = Field(
+        1, alias="topic.creation.default.partitions", gt=0
+    )
+    topic_creation_default_replication_factor: int = Field(
+        1, alias="topic.creation.default.replication.factor", gt=0
+    )
+    database_sslmode: Literal[
+        "disable", "allow", "prefer", "require", "verify-ca", "verify-full"
+    ] = Field("prefer", alias="database.sslmode")
+    database_sslrootcert: str = Field("", alias="database.sslrootcert")
+    database_initial_statements: str = Field("", alias="database.initial.statements")
+    statement_overrides: dict[str, str] = Field(default_factory=dict, exclude=True)
+
+    _split_lists = field_validator(
+        "snapshot_include_collection_list",
+        "snapshot_select_statement_overrides",
+        "schema_include_list",
+        "schema_exclude_list",
+        "table_include_list",
+        "table_exclude_list",
+        "column_include_list",
+        "column_exclude_list",
+        "message_prefix_include_list",
+        "message_prefix_exclude_list",
+        "skipped_operations",
+        "signal_enabled_channels",
+        mode="before",
+    )(_csv)
+
+    @model_validator(mode="after")
+    def _exclusive_lists(self) -> ConnectorProperties:
+        for kind in ("schema", "table", "column"):
+            if getattr(self, f"{kind}_include_list") and getattr(self, f"{kind}_exclude_list"):
+                raise ValueError(
+                    f"{kind}.include.list and {kind}.exclude.list are mutually exclusive; "
+                    "keep one of them"
+                )
+        return self
+
+    @property
+    def skipped(self) -> frozenset[str]:
+        """Operations not to emit; ``truncate.handling.mode=include`` un-skips ``t``."""
+        skipped = set(self.skipped_operations) - {"none"}
+        if self.truncate_handling_mode == "include":
+            skipped.discard("t")
+        return frozenset(skipped)
+
+
+def known_properties() -> list[str]:
+    """Every property name cdcflow accepts, sorted, for error messages and docs."""
+    names = [field.alias for field in ConnectorProperties.model_fields.values() if field.alias]
+    return sorted([*names, *DEPRECATED_ALIASES])
+
+
+def parse_properties(raw: Mapping[str, Any]) -> ConnectorProperties:
+    """Validate Debezium properties, translating deprecated names and explaining mistakes."""
+    values: dict[str, Any] = {}
+    overrides: dict[str, str] = {}
+    for name, value in raw.items():
+        if name in SECRET_PROPERTIES:
+            raise ConfigError(
+                f"`{name}` must not appear in the configuration: credentials come from a Secret "
+                "(spec.source.*.credentials) or, locally, CDCFLOW_DATABASE_USER/"
+                "CDCFLOW_DATABASE_PASSWORD or --credentials-file."
+            )
+        if name.startswith(OVERRIDES_PREFIX):
+            overrides[name.removeprefix(OVERRIDES_PREFIX)] = str(value)
+            continue
+        if name in DEPRECATED_ALIASES:
+            log.warning("property %s is deprecated; use %s", name, DEPRECATED_ALIASES[name])
+            name = DEPRECATED_ALIASES[name]
+        values[name] = value
+    _reject_unknown(values)
+    try:
+        properties = ConnectorProperties.model_validate({**values, "statement_overrides": {}})
+    except ValidationError as error:
+        raise ConfigError(_explain(error)) from None
+    return properties.model_copy(update={"statement_overrides": overrides})
+
+
+def _reject_unknown(values: Mapping[str, Any]) -> None:
+    known = set(known_properties())
+    unknown = [name for name in values if name not in known]
+    if not unknown:
+        return
+    hints = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, known, n=1)
+        hints.append(f"`{name}`" + (f" (did you mean `{close[0]}`?)" if close else ""))
+    raise ConfigError(
+        f"unknown connector propert{'y' if len(unknown) == 1 else 'ies'}: {', '.join(hints)}. "
+        f"Valid properties are: {', '.join(known_properties())}"
+    )
+
+
+def _explain(error: ValidationError) -> str:
+    lines = []
+    for problem in error.errors():
+        where = ".".join(str(part) for part in problem["loc"]) or "config"
+        lines.append(f"{where}: {problem['msg']}")
+    return "invalid configuration: " + "; ".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------
+# The CdcConnector resource
+
+
+class _Spec(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class Credentials(_Spec):
+    """Where the database login comes from. Never inline: a Secret in the cluster."""
+
+    secret_name: str = Field(
+        "", alias="secretName", description="Secret holding the database login."
+    )
+    username_key: str = Field("username", alias="usernameKey")
+    password_key: str = Field("password", alias="passwordKey")
+
+
+class PostgresSource(_Spec):
+    """A PostgreSQL server with wal_level=logical."""
+
+    host: str = Field(description="Host name or address of the primary.")
+    port: int = Field(5432, ge=1, le=65535)
+    database: str = Field(description="Database to capture.")
+    credentials: Credentials = Field(default_factory=Credentials)
+
+
+class Source(_Spec):
+    """Exactly one source database."""
+
+    postgresql: PostgresSource | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> Source:
+        if self.postgresql is None:
+            raise ValueError("spec.source needs exactly one of: postgresql")
+        return self
+
+
+class KafkaSpec(_Spec):
+    """The Kafka cluster events are written to."""
+
+    bootstrap_servers: str = Field(alias="bootstrapServers", description="host:port[,host:port]")
+    producer: dict[str, str | int | bool] = Field(
+        default_factory=dict, description="librdkafka producer settings passed through as is."
+    )
+
+
+class OffsetsSpec(_Spec):
+    """Where connector positions are stored."""
+
+    store: Literal["file", "kafka", "memory"] = "file"
+    path: str = Field("", description="file store: the offsets file (default under the cache).")
+    topic: str = Field("", description="kafka store: compacted topic (default <prefix>-offsets).")
+
+
+class Metadata(_Spec):
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+    name: str = Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+    namespace: str = "default"
+
+
+class ConnectorSpec(_Spec):
+    """What to capture and where to send it."""
+
+    source: Source
+    kafka: KafkaSpec | None = None
+    offsets: OffsetsSpec = Field(default_factory=OffsetsSpec)
+    state: Literal["running", "paused", "stopped"] = "running"
+    config: dict[str, str | int | bool | float] = Field(
+        default_factory=dict, description="Debezium connector properties by their Debezium names."
+    )
+
+
+class CdcConnector(_Spec):
+    """The CdcConnector custom resource (cdcflow.io/v1alpha1)."""
+
+    api_version: Literal["cdcflow.io/v1alpha1"] = Field("cdcflow.io/v1alpha1", alias="apiVersion")
+    kind: Literal["CdcConnector"] = "CdcConnector"
+    metadata: Metadata
+    spec: ConnectorSpec
+
+    def properties(self) -> ConnectorProperties:
+        """The connector properties, with ``topic.prefix`` defaulting to the resource name."""
+        raw: dict[str, Any] = dict(self.spec.config)
+        if "topic.prefix" not in raw and "database.server.name" not in raw:
+            raw["topic.prefix"] = self.metadata.name
+        return parse_properties(raw)
+
+
+def load_connector(path: Path) -> CdcConnector:
+    """Read a CdcConnector YAML file, with errors that name the file and the field."""
+    try:
+        document = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as error:
+        raise ConfigError(f"cannot read {path}: {error}") from None
+    if not isinstance(document, dict) or document.get("kind") != "CdcConnector":
+        raise ConfigError(f"{path} is not a CdcConnector resource (kind: CdcConnector expected)")
+    try:
+        connector = CdcConnector.model_validate(document)
+    except ValidationError as error:
+        raise ConfigError(f"{path}: {_explain(error)}") from None
+    connector.properties()
+    return connector

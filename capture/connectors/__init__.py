@@ -1,0 +1,1 @@
+"""Database connectors: each turns one database's log into spi events."""

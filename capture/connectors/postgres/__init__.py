@@ -1,0 +1,1 @@
+"""The PostgreSQL connector: pgoutput logical replication over psycopg 3."""

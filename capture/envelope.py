@@ -1,0 +1,296 @@
+"""Debezium's event contract: keys, envelopes, transaction and heartbeat records as JSON bytes.
+
+Per table, everything that does not change per event is computed once in
+:class:`TableSerializer`: the key and envelope schemas (already encoded JSON), field names,
+the column projection. Per event only the payload is encoded with orjson and spliced into the
+prebuilt ``{"schema":…,"payload":…}`` frame, which is what Kafka Connect's JsonConverter with
+``schemas.enable=true`` reads. With schemas disabled the payload alone is written.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from cdcflow.capture.spi import ConnectSchema, Op, Record, RowChange, TableSchema
+from cdcflow.capture.topics import TopicNames
+
+TRANSACTION_BLOCK: ConnectSchema = {
+    "type": "struct",
+    "optional": True,
+    "name": "event.block",
+    "version": 1,
+    "field": "transaction",
+    "fields": [
+        {"type": "string", "optional": False, "field": "id"},
+        {"type": "int64", "optional": False, "field": "total_order"},
+        {"type": "int64", "optional": False, "field": "data_collection_order"},
+    ],
+}
+
+
+def _field(name: str, schema: Mapping[str, Any]) -> ConnectSchema:
+    return {**schema, "field": name}
+
+
+def _int64(name: str, *, optional: bool = True) -> ConnectSchema:
+    return {"type": "int64", "optional": optional, "field": name}
+
+
+def _frame(schema: Mapping[str, Any] | None) -> tuple[bytes, bytes]:
+    """The bytes before and after a payload: the schema frame, or nothing when schemaless."""
+    if schema is None:
+        return b"", b""
+    return b'{"schema":' + orjson.dumps(schema) + b',"payload":', b"}"
+
+
+@dataclass(frozen=True)
+class Framing:
+    """Connector-wide settings every serializer shares."""
+
+    topics: TopicNames
+    source_schema: ConnectSchema
+    key_schemas: bool = True
+    value_schemas: bool = True
+
+
+class TableSerializer:
+    """Turns the row changes of one table into Kafka records."""
+
+    def __init__(
+        self, table: TableSchema, *, framing: Framing, value_columns: Sequence[str]
+    ) -> None:
+        self.table = table
+        self.topic = framing.topics.data(table.id)
+        names = [column.name for column in table.columns]
+        self._value_indexes = tuple(names.index(name) for name in value_columns)
+        self._project = self._value_indexes != tuple(range(len(names)))
+        self._value_names = tuple(value_columns)
+        self._key_indexes = table.key_indexes()
+        self._key_names = table.key_columns
+        key_schema, value_schema = self._schemas(framing, value_columns)
+        self._key_head, self._key_tail = _frame(key_schema if framing.key_schemas else None)
+        self._value_head, self._value_tail = _frame(value_schema if framing.value_schemas else None)
+
+    def _schemas(
+        self, framing: Framing, value_columns: Sequence[str]
+    ) -> tuple[ConnectSchema, ConnectSchema]:
+        by_name = {column.name: column for column in self.table.columns}
+        topics, table_id = framing.topics, self.table.id
+        key_schema = {
+            "type": "struct",
+            "optional": False,
+            "name": topics.schema_name(table_id, "Key"),
+            "fields": [_field(name, by_name[name].schema) for name in self._key_names],
+        }
+        row = {
+            "type": "struct",
+            "optional": True,
+            "name": topics.schema_name(table_id, "Value"),
+            "fields": [_field(name, by_name[name].schema) for name in value_columns],
+        }
+        fields = [
+            {**row, "field": "before"},
+            {**row, "field": "after"},
+            _field("source", framing.source_schema),
+            TRANSACTION_BLOCK,
+            {"type": "string", "optional": False, "field": "op"},
+            _int64("ts_ms"),
+            _int64("ts_us"),
+            _int64("ts_ns"),
+        ]
+        envelope = {
+            "type": "struct",
+            "optional": False,
+            "name": topics.schema_name(table_id, "Envelope"),
+            "version": 1,
+            "fields": fields,
+        }
+        return key_schema, envelope
+
+    def key(self, row: Sequence[Any]) -> bytes | None:
+        """The key record bytes, or None for a table without key columns."""
+        if not self._key_names:
+            return None
+        payload = {
+            name: row[index] for name, index in zip(self._key_names, self._key_indexes, strict=True)
+        }
+        return self._key_head + orjson.dumps(payload) + self._key_tail
+
+    def _image(self, row: Sequence[Any] | None) -> dict[str, Any] | None:
+        if row is None:
+            return None
+        if self._project:
+            return {
+                name: row[i] for name, i in zip(self._value_names, self._value_indexes, strict=True)
+            }
+        return dict(zip(self._value_names, row, strict=True))
+
+    def value(
+        self,
+        change: RowChange,
+        *,
+        op: Op | None = None,
+        transaction: dict[str, Any] | None = None,
+    ) -> bytes:
+        """The envelope bytes for ``change`` (``op`` overrides for primary-key-change splits)."""
+        now_ns = time.time_ns()
+        payload = {
+            "before": self._image(change.before) if op is not Op.CREATE else None,
+            "after": self._image(change.after) if op is not Op.DELETE else None,
+            "source": change.source,
+            "transaction": transaction,
+            "op": (op or change.op).value,
+            "ts_ms": now_ns // 1_000_000,
+            "ts_us": now_ns // 1_000,
+            "ts_ns": now_ns,
+        }
+        return self._value_head + orjson.dumps(payload) + self._value_tail
+
+    def records(
+        self,
+        change: RowChange,
+        *,
+        tombstones: bool,
+        transaction: dict[str, Any] | None = None,
+    ) -> list[Record]:
+        """The records for one change: deletes get a tombstone, key changes become d + c."""
+        op = change.op
+        if op is Op.DELETE:
+            key = self.key(change.before or ())
+            out = [Record(self.topic, key, self.value(change, transaction=transaction))]
+            if tombstones:
+                out.append(Record(self.topic, key, None))
+            return out
+        key = self.key(change.after or ())
+        if op is Op.UPDATE and change.before is not None and self._key_names:
+            old_key = self.key(change.before)
+            if old_key != key and self._key_present(change.before):
+                return self._key_change(change, old_key, key, tombstones, transaction)
+        return [Record(self.topic, key, self.value(change, transaction=transaction))]
+
+    def _key_present(self, before: Sequence[Any]) -> bool:
+        return all(before[index] is not None for index in self._key_indexes)
+
+    def _key_change(
+        self,
+        change: RowChange,
+        old_key: bytes | None,
+        new_key: bytes | None,
+        tombstones: bool,
+        transaction: dict[str, Any] | None,
+    ) -> list[Record]:
+        """Debezium's primary-key update: delete(old) + tombstone + create(new), with headers."""
+        delete = self.value(change, op=Op.DELETE, transaction=transaction)
+        create = self.value(change, op=Op.CREATE, transaction=transaction)
+        out = [Record(self.topic, old_key, delete, (("__debezium.newkey", new_key or b""),))]
+        if tombstones:
+            out.append(Record(self.topic, old_key, None))
+        out.append(Record(self.topic, new_key, create, (("__debezium.oldkey", old_key or b""),)))
+        return out
+
+    def truncate(self, source: dict[str, Any], transaction: dict[str, Any] | None) -> Record:
+        """A truncate event: null key, no before/after."""
+        now_ns = time.time_ns()
+        payload = {
+            "before": None,
+            "after": None,
+            "source": source,
+            "transaction": transaction,
+            "op": Op.TRUNCATE.value,
+            "ts_ms": now_ns // 1_000_000,
+            "ts_us": now_ns // 1_000,
+            "ts_ns": now_ns,
+        }
+        return Record(self.topic, None, self._value_head + orjson.dumps(payload) + self._value_tail)
+
+
+class SideRecords:
+    """Transaction metadata and heartbeat records, named and shaped as Debezium's."""
+
+    def __init__(self, framing: Framing) -> None:
+        self._topics = framing.topics
+        tx_key = {
+            "type": "struct",
+            "optional": False,
+            "name": "io.debezium.connector.common.TransactionMetadataKey",
+            "fields": [{"type": "string", "optional": False, "field": "id"}],
+        }
+        tx_value = {
+            "type": "struct",
+            "optional": False,
+            "name": "io.debezium.connector.common.TransactionMetadataValue",
+            "version": 1,
+            "fields": [
+                {"type": "string", "optional": False, "field": "status"},
+                {"type": "string", "optional": False, "field": "id"},
+                {"type": "int64", "optional": True, "field": "event_count"},
+                {
+                    "type": "array",
+                    "optional": True,
+                    "field": "data_collections",
+                    "items": {
+                        "type": "struct",
+                        "optional": False,
+                        "fields": [
+                            {"type": "string", "optional": False, "field": "data_collection"},
+                            {"type": "int64", "optional": False, "field": "event_count"},
+                        ],
+                    },
+                },
+                _int64("ts_ms", optional=False),
+            ],
+        }
+        beat_key = {
+            "type": "struct",
+            "optional": False,
+            "name": "io.debezium.connector.common.ServerNameKey",
+            "fields": [{"type": "string", "optional": False, "field": "serverName"}],
+        }
+        beat_value = {
+            "type": "struct",
+            "optional": False,
+            "name": "io.debezium.connector.common.Heartbeat",
+            "fields": [_int64("ts_ms", optional=False)],
+        }
+        self._tx_key = _frame(tx_key if framing.key_schemas else None)
+        self._tx_value = _frame(tx_value if framing.value_schemas else None)
+        self._beat_key = _frame(beat_key if framing.key_schemas else None)
+        self._beat_value = _frame(beat_value if framing.value_schemas else None)
+
+    def transaction(
+        self, *, status: str, tx_id: str, counts: Mapping[str, int] | None, ts_ms: int
+    ) -> Record:
+        """A BEGIN (``counts`` None) or END record for the transaction metadata topic."""
+        payload: dict[str, Any] = {
+            "status": status,
+            "id": tx_id,
+            "event_count": sum(counts.values()) if counts is not None else None,
+            "data_collections": (
+                [{"data_collection": name, "event_count": n} for name, n in counts.items()]
+                if counts is not None
+                else None
+            ),
+            "ts_ms": ts_ms,
+        }
+        key = self._tx_key[0] + orjson.dumps({"id": tx_id}) + self._tx_key[1]
+        value = self._tx_value[0] + orjson.dumps(payload) + self._tx_value[1]
+        return Record(self._topics.transaction, key, value)
+
+    def heartbeat(self) -> Record:
+        """A heartbeat record keyed by the logical server name."""
+        key = (
+            self._beat_key[0]
+            + orjson.dumps({"serverName": self._topics.prefix})
+            + self._beat_key[1]
+        )
+        value = (
+            self._beat_value[0]
+            + orjson.dumps({"ts_ms": time.time_ns() // 1_000_000})
+            + self._beat_value[1]
+        )
+        return Record(self._topics.heartbeat, key, value)

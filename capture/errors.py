@@ -1,0 +1,18 @@
+"""Errors as policy: retriable ones reconnect from the last durable offset, fatal ones stop.
+
+Every message says what is wrong and how to fix it, and never contains a password.
+"""
+
+from __future__ import annotations
+
+
+class CaptureError(Exception):
+    """Base of the engine's own errors."""
+
+
+class FatalError(CaptureError):
+    """A problem no retry can fix (configuration, privileges, server settings)."""
+
+
+class RetriableError(CaptureError):
+    """A transient failure (connection lost, timeout); restart from the last durable offset."""

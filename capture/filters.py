@@ -1,0 +1,102 @@
+"""Which tables, columns and operations are captured, and which columns form the message key.
+
+Debezium matches include/exclude regular expressions against the whole fully-qualified name
+(anchored, case-insensitive). Decisions are computed once per table, never per event.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from cdcflow.capture.config import ConnectorProperties
+from cdcflow.capture.spi import TableId
+
+SYSTEM_SCHEMAS = frozenset({"pg_catalog", "information_schema", "pg_toast"})
+
+
+def _compile(patterns: Sequence[str]) -> tuple[re.Pattern[str], ...]:
+    return tuple(re.compile(pattern, re.IGNORECASE) for pattern in patterns)
+
+
+def _matches(patterns: tuple[re.Pattern[str], ...], text: str) -> bool:
+    return any(pattern.fullmatch(text) for pattern in patterns)
+
+
+@dataclass(frozen=True)
+class Filters:
+    """Compiled include/exclude lists and key overrides of one connector."""
+
+    schema_include: tuple[re.Pattern[str], ...]
+    schema_exclude: tuple[re.Pattern[str], ...]
+    table_include: tuple[re.Pattern[str], ...]
+    table_exclude: tuple[re.Pattern[str], ...]
+    column_include: tuple[re.Pattern[str], ...]
+    column_exclude: tuple[re.Pattern[str], ...]
+    snapshot_include: tuple[re.Pattern[str], ...]
+    key_overrides: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...]
+    signal_table: str
+
+    @classmethod
+    def from_properties(cls, properties: ConnectorProperties) -> Filters:
+        return cls(
+            schema_include=_compile(properties.schema_include_list),
+            schema_exclude=_compile(properties.schema_exclude_list),
+            table_include=_compile(properties.table_include_list),
+            table_exclude=_compile(properties.table_exclude_list),
+            column_include=_compile(properties.column_include_list),
+            column_exclude=_compile(properties.column_exclude_list),
+            snapshot_include=_compile(properties.snapshot_include_collection_list),
+            key_overrides=parse_key_columns(properties.message_key_columns),
+            signal_table=properties.signal_data_collection,
+        )
+
+    def reads(self, table: TableId) -> bool:
+        """Whether the connector decodes ``table`` at all: captured, or the signal table."""
+        return self.captures(table) or str(table) == self.signal_table
+
+    def captures(self, table: TableId) -> bool:
+        """Whether changes of ``table`` are emitted as events."""
+        name = str(table)
+        if table.schema in SYSTEM_SCHEMAS:
+            return False
+        if self.schema_include and not _matches(self.schema_include, table.schema):
+            return False
+        if _matches(self.schema_exclude, table.schema):
+            return False
+        if self.table_include and not _matches(self.table_include, name):
+            return False
+        return not _matches(self.table_exclude, name)
+
+    def snapshots(self, table: TableId) -> bool:
+        """Whether the initial snapshot reads ``table``."""
+        if not self.captures(table):
+            return False
+        return not self.snapshot_include or _matches(self.snapshot_include, str(table))
+
+    def keeps_column(self, table: TableId, column: str) -> bool:
+        """Whether ``column`` appears in event values (key columns are kept by the caller)."""
+        name = f"{table}.{column}"
+        if self.column_include:
+            return _matches(self.column_include, name)
+        return not _matches(self.column_exclude, name)
+
+    def key_columns(self, table: TableId, default: tuple[str, ...]) -> tuple[str, ...]:
+        """``message.key.columns`` for ``table`` if one matches, else the primary key."""
+        for pattern, columns in self.key_overrides:
+            if pattern.fullmatch(str(table)):
+                return columns
+        return default
+
+
+def parse_key_columns(text: str) -> tuple[tuple[re.Pattern[str], tuple[str, ...]], ...]:
+    """Parse ``tbl:c1,c2;tbl2:c3`` into (table pattern, columns) pairs."""
+    pairs = []
+    for entry in filter(None, (part.strip() for part in text.split(";"))):
+        table, _, columns = entry.partition(":")
+        names = tuple(column.strip() for column in columns.split(",") if column.strip())
+        if not table or not names:
+            raise ValueError(f"message.key.columns entry {entry!r} is not <table>:<col>[,<col>]")
+        pairs.append((re.compile(table.strip(), re.IGNORECASE), names))
+    return tuple(pairs)

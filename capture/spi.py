@@ -1,0 +1,188 @@
+"""The connector contract: plain values and Protocols shared by every connector and the pipeline.
+
+Nothing here does I/O or imports a third-party library. Connectors turn their database's log
+into these values; the pipeline turns them into Kafka records and decides when a position is
+durable. Row images are tuples aligned with :attr:`TableSchema.columns`, already converted to
+the JSON-ready values the event contract expects, so the hot path allocates as little as it can.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+#: A Kafka Connect schema in its JSON form, e.g. ``{"type": "int32", "optional": False}``.
+ConnectSchema = dict[str, Any]
+#: Converts one column value as the database renders it in text (None for NULL) to event form.
+Converter = Callable[[str | None], Any]
+
+
+class Op(enum.StrEnum):
+    """Debezium's operation codes."""
+
+    CREATE = "c"
+    UPDATE = "u"
+    DELETE = "d"
+    READ = "r"
+    TRUNCATE = "t"
+    MESSAGE = "m"
+
+
+@dataclass(frozen=True, slots=True)
+class TableId:
+    """A captured table: ``schema`` is the PostgreSQL/Db2 schema or the MySQL database."""
+
+    schema: str
+    table: str
+
+    def __str__(self) -> str:
+        return f"{self.schema}.{self.table}"
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """One captured column: its event schema and the converter from the database's text form."""
+
+    name: str
+    type_name: str
+    schema: ConnectSchema
+    convert: Converter
+    optional: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class TableSchema:
+    """A table as events see it: columns in order and the columns that form the message key."""
+
+    id: TableId
+    columns: tuple[Column, ...]
+    key_columns: tuple[str, ...]
+
+    def key_indexes(self) -> tuple[int, ...]:
+        """Positions of the key columns inside a row tuple."""
+        names = [column.name for column in self.columns]
+        return tuple(names.index(name) for name in self.key_columns)
+
+
+@dataclass(frozen=True, slots=True)
+class Offset:
+    """A connector position as JSON-safe scalars (the ``sourceOffset`` of Kafka Connect)."""
+
+    values: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.values)
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> Offset:
+        return cls(dict(values))
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.values.get(key, default)
+
+
+@dataclass(frozen=True, slots=True)
+class RowChange:
+    """One row event. ``source`` holds the connector-specific ``source`` block values."""
+
+    table: TableSchema
+    op: Op
+    before: tuple[Any, ...] | None
+    after: tuple[Any, ...] | None
+    source: dict[str, Any]
+    tx_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TxBegin:
+    """A source transaction starts; ``tx_id`` matches the RowChanges that follow."""
+
+    tx_id: str
+    source: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class TxCommit:
+    """A source transaction committed; every change before it is covered by ``offset``."""
+
+    tx_id: str
+    offset: Offset
+    source: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class LogMessage:
+    """A logical decoding message (PostgreSQL ``pg_logical_emit_message``)."""
+
+    prefix: str
+    content: bytes
+    transactional: bool
+    source: dict[str, Any]
+    tx_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Truncate:
+    """Tables truncated in one statement; one ``op: t`` event per table."""
+
+    tables: tuple[TableSchema, ...]
+    source: dict[str, Any]
+    tx_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Idle:
+    """Nothing new; ``offset`` is a position the source may confirm once earlier work is durable."""
+
+    offset: Offset | None = None
+
+
+Event = RowChange | TxBegin | TxCommit | LogMessage | Truncate | Idle
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """A Kafka record ready to produce; ``value`` None is a tombstone."""
+
+    topic: str
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes], ...] = ()
+
+
+class StreamingSource(Protocol):
+    """A connector's log reader."""
+
+    def events(self) -> Iterator[Event]:
+        """Yield events in log order, and :class:`Idle` at least every status interval."""
+        ...
+
+    def acknowledge(self, offset: Offset) -> None:
+        """Everything up to ``offset`` is durable in Kafka and the offset store."""
+        ...
+
+    def close(self) -> None:
+        """Release connections; never confirms anything not acknowledged."""
+        ...
+
+
+class Sink(Protocol):
+    """Where records go. ``flush`` returns only when every record written so far is durable."""
+
+    def write(self, record: Record) -> None: ...
+
+    def flush(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class OffsetStore(Protocol):
+    """Durable connector positions, keyed like Kafka Connect's ``[name, {"server": prefix}]``."""
+
+    def load(self) -> Offset | None: ...
+
+    def save(self, offset: Offset) -> None: ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,301 @@
+"""A throwaway Apache Kafka 4.x broker in KRaft mode: one node that is broker and controller.
+
+Kafka's jars come from Maven Central: on first use a small pom.xml is written under the
+cdcflow cache (``kafka/<version>``) and Maven copies the broker's runtime dependencies, plus a
+log4j2 binding so the broker logs, into ``libs/`` there. A marker file holding the pom's digest
+is written only after a successful resolve, so later runs start from the cache without Maven
+and a changed pom resolves again.
+
+Each :func:`running_kafka` gets its own temporary folder with a ``server.properties`` listening
+on two free loopback ports (PLAINTEXT for clients, CONTROLLER for the KRaft quorum), storage
+formatted as a standalone controller quorum with a random cluster id, and the broker's log.
+Readiness is the broker's own "Kafka Server started" log line plus its client port accepting
+connections; no Kafka client library is needed here.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import fcntl
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from cdcflow.operator.devservices import processes
+
+SERVICE = "Kafka"
+KAFKA_VERSION = "4.3.1"
+SCALA_BINARY_VERSION = "2.13"
+LOG4J_VERSION = "2.25.3"
+DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
+SERVER_MAIN = "kafka.Kafka"
+STORAGE_TOOL_MAIN = "kafka.tools.StorageTool"
+READY_LINE = "Kafka Server started"
+HOST = "127.0.0.1"
+JVM_OPTIONS = (
+    "-Xms128m",
+    "-Xmx512m",
+    "-XX:+UseSerialGC",
+    "-XX:+ExitOnOutOfMemoryError",
+    "-Djava.awt.headless=true",
+)
+START_TIMEOUT = 120.0
+RESOLVE_TIMEOUT = 900.0
+MARKER = "resolved.sha256"
+JAVA_HINT = "Kafka needs Java 17 or newer, e.g. `apt-get install openjdk-17-jre-headless`."
+MAVEN_HINT = "Kafka's jars are fetched with Maven, e.g. `apt-get install maven`."
+
+POM_TEMPLATE = """\
+<?xml version="1.0" encoding="UTF-8"?>
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>dev.cdcflow.devservices</groupId>
+  <artifactId>kafka-broker-libs</artifactId>
+  <version>{kafka}</version>
+  <packaging>pom</packaging>
+  <dependencies>
+    <dependency>
+      <groupId>org.apache.kafka</groupId>
+      <artifactId>kafka_{scala}</artifactId>
+      <version>{kafka}</version>
+    </dependency>
+    <dependency>
+      <groupId>org.apache.logging.log4j</groupId>
+      <artifactId>log4j-core</artifactId>
+      <version>{log4j}</version>
+    </dependency>
+    <dependency>
+      <groupId>org.apache.logging.log4j</groupId>
+      <artifactId>log4j-slf4j-impl</artifactId>
+      <version>{log4j}</version>
+    </dependency>
+  </dependencies>
+</project>
+"""
+
+LOG4J2_CONFIG = """\
+status = warn
+appender.out.type = Console
+appender.out.name = STDOUT
+appender.out.layout.type = PatternLayout
+appender.out.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.out.ref = STDOUT
+logger.config.name = org.apache.kafka.common.config.AbstractConfig
+logger.config.level = WARN
+"""
+
+
+@dataclass(frozen=True)
+class KafkaBroker:
+    """Where a running throwaway Kafka broker listens, and its files."""
+
+    bootstrap_servers: str
+    host: str
+    port: int
+    controller_port: int
+    cluster_id: str
+    version: str
+    data_dir: Path
+    log: Path
+    pid: int
+
+
+def pom_xml() -> str:
+    """The pom whose runtime dependencies are the broker's classpath."""
+    return POM_TEMPLATE.format(kafka=KAFKA_VERSION, scala=SCALA_BINARY_VERSION, log4j=LOG4J_VERSION)
+
+
+def broker_libs() -> Path:
+    """The cached folder of the broker's jars, resolved with Maven on first use."""
+    home = processes.cache_dir("kafka", KAFKA_VERSION)
+    pom = pom_xml()
+    digest = hashlib.sha256(pom.encode()).hexdigest()
+    with _locked(home / ".lock"):
+        if not _resolved(home, digest):
+            _resolve(home, pom)
+            (home / MARKER).write_text(digest + "\n")
+    return home / "libs"
+
+
+def new_cluster_id() -> str:
+    """A random KRaft cluster id: 16 random bytes, URL-safe base64 as Kafka's ``Uuid`` prints them.
+
+    Kafka never hands out an id starting with ``-`` (it would read as a command-line flag).
+    """
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
+
+
+def server_properties(*, port: int, controller_port: int, data_dir: Path) -> str:
+    """A single-node KRaft configuration sized for tests: every replication factor is one."""
+    settings = {
+        "process.roles": "broker,controller",
+        "node.id": "1",
+        "listeners": f"PLAINTEXT://{HOST}:{port},CONTROLLER://{HOST}:{controller_port}",
+        "advertised.listeners": f"PLAINTEXT://{HOST}:{port}",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "controller.listener.names": "CONTROLLER",
+        "inter.broker.listener.name": "PLAINTEXT",
+        "controller.quorum.bootstrap.servers": f"{HOST}:{controller_port}",
+        "log.dirs": str(data_dir),
+        "num.partitions": "1",
+        "auto.create.topics.enable": "true",
+        "offsets.topic.replication.factor": "1",
+        "offsets.topic.num.partitions": "1",
+        "transaction.state.log.replication.factor": "1",
+        "transaction.state.log.min.isr": "1",
+        "transaction.state.log.num.partitions": "1",
+        "share.coordinator.state.topic.replication.factor": "1",
+        "share.coordinator.state.topic.min.isr": "1",
+        "group.initial.rebalance.delay.ms": "0",
+    }
+    return "".join(f"{key}={value}\n" for key, value in settings.items())
+
+
+@contextlib.contextmanager
+def running_kafka() -> Iterator[KafkaBroker]:
+    """Format, start and finally stop and remove a one-node KRaft Kafka in a temporary folder."""
+    java = _java()
+    libs = broker_libs()
+    workdir = Path(tempfile.mkdtemp(prefix="cdcflow-kafka-"))
+    try:
+        port, controller_port = _two_free_ports()
+        data_dir, log, config = (
+            workdir / "data",
+            workdir / "kafka.log",
+            workdir / "server.properties",
+        )
+        config.write_text(
+            server_properties(port=port, controller_port=controller_port, data_dir=data_dir)
+        )
+        (workdir / "log4j2.properties").write_text(LOG4J2_CONFIG)
+        cluster_id = new_cluster_id()
+        processes.run_checked(
+            _java_command(
+                java,
+                libs,
+                workdir,
+                STORAGE_TOOL_MAIN,
+                "format",
+                "--standalone",
+                "--cluster-id",
+                cluster_id,
+                "--config",
+                str(config),
+            ),
+            service=SERVICE,
+            log=log,
+        )
+        process = processes.start_process(
+            _java_command(java, libs, workdir, SERVER_MAIN, str(config)), log=log
+        )
+        try:
+            _wait_ready(process, port=port, log=log)
+            yield KafkaBroker(
+                bootstrap_servers=f"{HOST}:{port}",
+                host=HOST,
+                port=port,
+                controller_port=controller_port,
+                cluster_id=cluster_id,
+                version=KAFKA_VERSION,
+                data_dir=data_dir,
+                log=log,
+                pid=process.pid,
+            )
+        finally:
+            processes.stop_process(process)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _java() -> str:
+    """``$JAVA_HOME/bin/java`` when that exists, else ``java`` from PATH."""
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home and (Path(java_home) / "bin" / "java").exists():
+        return str(Path(java_home) / "bin" / "java")
+    return processes.require_binary("java", hint=JAVA_HINT)
+
+
+def _java_command(java: str, libs: Path, workdir: Path, main: str, *args: str) -> list[str]:
+    """A JVM invocation of ``main`` on the cached jars, logging through the folder's log4j2."""
+    log4j = f"-Dlog4j2.configurationFile={workdir / 'log4j2.properties'}"
+    return [java, *JVM_OPTIONS, log4j, "-cp", str(libs / "*"), main, *args]
+
+
+def _two_free_ports() -> tuple[int, int]:
+    """Two distinct free loopback ports: the client listener's and the controller's."""
+    first = processes.free_port()
+    second = processes.free_port()
+    while second == first:
+        second = processes.free_port()
+    return first, second
+
+
+def _wait_ready(process: subprocess.Popen[bytes], *, port: int, log: Path) -> None:
+    """Wait for the broker's started line and its client port; raise with the log tail if not."""
+    processes.wait_until(
+        lambda: _log_mentions(log, READY_LINE) and processes.port_open(port),
+        service=SERVICE,
+        what=f"'{READY_LINE}' and port {port}",
+        log=log,
+        timeout=START_TIMEOUT,
+        process=process,
+    )
+
+
+def _log_mentions(log: Path, text: str) -> bool:
+    """Whether ``text`` occurs in the log file yet."""
+    return log.exists() and text in log.read_text(errors="replace")
+
+
+def _resolved(home: Path, digest: str) -> bool:
+    """Whether ``libs/`` was filled by a successful resolve of exactly this pom."""
+    marker = home / MARKER
+    return marker.exists() and marker.read_text().strip() == digest and (home / "libs").is_dir()
+
+
+def _resolve(home: Path, pom: str) -> None:
+    """Copy the pom's runtime dependencies into ``libs/`` with Maven, replacing any old ones."""
+    mvn = processes.require_binary("mvn", hint=MAVEN_HINT)
+    (home / MARKER).unlink(missing_ok=True)
+    (home / "pom.xml").write_text(pom)
+    partial, libs = home / "libs.partial", home / "libs"
+    shutil.rmtree(partial, ignore_errors=True)
+    processes.run_checked(
+        [
+            mvn,
+            "-q",
+            "-B",
+            "-f",
+            str(home / "pom.xml"),
+            f"{DEPENDENCY_PLUGIN}:copy-dependencies",
+            "-DincludeScope=runtime",
+            f"-DoutputDirectory={partial}",
+        ],
+        service=SERVICE,
+        log=home / "resolve.log",
+        timeout=RESOLVE_TIMEOUT,
+    )
+    shutil.rmtree(libs, ignore_errors=True)
+    partial.rename(libs)
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``path`` so concurrent first uses resolve only once."""
+    with path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

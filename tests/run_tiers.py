@@ -1,0 +1,81 @@
+"""Run the checks and test tiers in order and print how long each phase took.
+
+``python -m tests.run_tiers`` runs everything (the README's test command calls it through
+``make test``); ``python -m tests.run_tiers unit integration`` runs the named phases only.
+Every phase runs even when an earlier one failed, so one run reports every problem; the exit
+code is non-zero when any phase failed. A tier with no tests counts as a failure, because a
+suite that silently collects nothing proves nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+PACKAGES = ["capture", "operator", "sparkapps"]
+CODE = [*PACKAGES, "tests", "bench"]
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One named step of the run: a list of commands that must all succeed."""
+
+    name: str
+    commands: tuple[tuple[str, ...], ...]
+
+
+def _pytest(tier: str) -> tuple[str, ...]:
+    return (sys.executable, "-m", "pytest", f"tests/{tier}", "-m", tier, "-q")
+
+
+PHASES = {
+    "lint": Phase(
+        "lint",
+        (
+            (sys.executable, "-m", "ruff", "check", *CODE),
+            (sys.executable, "-m", "ruff", "format", "--check", *CODE),
+            (sys.executable, "-m", "mypy", *(f"-p=cdcflow.{package}" for package in PACKAGES)),
+            (str(Path(sys.executable).parent / "lint-imports"),),
+        ),
+    ),
+    "unit": Phase("unit", (_pytest("unit"),)),
+    "integration": Phase("integration", (_pytest("integration"),)),
+    "e2e": Phase("e2e", (_pytest("e2e"),)),
+}
+
+
+def run_phase(phase: Phase) -> bool:
+    """Run every command of a phase; True when all of them succeeded."""
+    ok = True
+    for command in phase.commands:
+        print(f"\n==> [{phase.name}] {' '.join(command)}", flush=True)
+        ok = subprocess.run(command, check=False).returncode == 0 and ok
+    return ok
+
+
+def main(argv: list[str]) -> int:
+    """Run the requested phases (all by default) and print the timing summary."""
+    names = argv or list(PHASES)
+    unknown = sorted(set(names) - set(PHASES))
+    if unknown:
+        print(f"unknown phase(s) {unknown}; choose from {list(PHASES)}", file=sys.stderr)
+        return 2
+    results: list[tuple[str, bool, float]] = []
+    if setup_started := os.environ.get("CDCFLOW_SETUP_STARTED"):
+        results.append(("setup", True, time.time() - float(setup_started)))
+    for name in names:
+        started = time.monotonic()
+        ok = run_phase(PHASES[name])
+        results.append((name, ok, time.monotonic() - started))
+    print("\n==> timing summary")
+    for name, ok, seconds in results:
+        print(f"    {name:<12} {'passed' if ok else 'FAILED':<7} {seconds:8.1f}s")
+    return 0 if all(ok for _, ok, _ in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
