@@ -30,7 +30,7 @@ class Op(enum.StrEnum):
     MESSAGE = "m"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, order=True)
 class TableId:
     """A captured table: ``schema`` is the PostgreSQL/Db2 schema or the MySQL database."""
 

@@ -6,6 +6,8 @@ from importlib import metadata
 
 import click
 
+from cdcflow.operator.cli import capture
+
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 def cli() -> None:
@@ -20,6 +22,9 @@ def cli() -> None:
 def version() -> None:
     """Print the cdcflow version."""
     click.echo(f"cdcflow {metadata.version('cdcflow')}")
+
+
+cli.add_command(capture.capture)
 
 
 def main() -> None:

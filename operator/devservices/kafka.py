@@ -170,32 +170,9 @@ def running_kafka() -> Iterator[KafkaBroker]:
     workdir = Path(tempfile.mkdtemp(prefix="cdcflow-kafka-"))
     try:
         port, controller_port = _two_free_ports()
-        data_dir, log, config = (
-            workdir / "data",
-            workdir / "kafka.log",
-            workdir / "server.properties",
-        )
-        config.write_text(
-            server_properties(port=port, controller_port=controller_port, data_dir=data_dir)
-        )
-        (workdir / "log4j2.properties").write_text(LOG4J2_CONFIG)
-        cluster_id = new_cluster_id()
-        processes.run_checked(
-            _java_command(
-                java,
-                libs,
-                workdir,
-                STORAGE_TOOL_MAIN,
-                "format",
-                "--standalone",
-                "--cluster-id",
-                cluster_id,
-                "--config",
-                str(config),
-            ),
-            service=SERVICE,
-            log=log,
-        )
+        data_dir, log = workdir / "data", workdir / "kafka.log"
+        config = _write_config(workdir, port=port, controller_port=controller_port)
+        cluster_id = _format_storage(java, libs, workdir, config=config, log=log)
         process = processes.start_process(
             _java_command(java, libs, workdir, SERVER_MAIN, str(config)), log=log
         )
@@ -216,6 +193,27 @@ def running_kafka() -> Iterator[KafkaBroker]:
             processes.stop_process(process)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _write_config(workdir: Path, *, port: int, controller_port: int) -> Path:
+    """Write ``server.properties`` and the log4j2 configuration; return the former's path."""
+    config = workdir / "server.properties"
+    config.write_text(
+        server_properties(port=port, controller_port=controller_port, data_dir=workdir / "data")
+    )
+    (workdir / "log4j2.properties").write_text(LOG4J2_CONFIG)
+    return config
+
+
+def _format_storage(java: str, libs: Path, workdir: Path, *, config: Path, log: Path) -> str:
+    """Format the log folder as a standalone KRaft quorum under a new cluster id; return it."""
+    cluster_id = new_cluster_id()
+    command = _java_command(
+        java, libs, workdir, STORAGE_TOOL_MAIN, "format", "--standalone",
+        "--cluster-id", cluster_id, "--config", str(config),
+    )  # fmt: skip
+    processes.run_checked(command, service=SERVICE, log=log)
+    return cluster_id
 
 
 def _java() -> str:

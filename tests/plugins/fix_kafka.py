@@ -76,7 +76,7 @@ def read_topic_to_end(
         ends = _high_watermarks(probe, topic, timeout=timeout)
     finally:
         probe.close()
-    consumer = _consumer(bootstrap_servers, isolation="read_uncommitted")
+    consumer = _consumer(bootstrap_servers, isolation="read_committed")
     try:
         return _consume_until(consumer, topic, ends, deadline=deadline, timeout=timeout)
     finally:

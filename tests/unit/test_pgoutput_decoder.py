@@ -13,7 +13,7 @@ def _s(text: str) -> bytes:
     return text.encode() + b"\x00"
 
 
-def _tuple(*values: str | None | bytes) -> bytes:
+def _tuple(*values: str | bytes | None) -> bytes:
     out = struct.pack(">h", len(values))
     for value in values:
         if value is None:

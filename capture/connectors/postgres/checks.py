@@ -1,0 +1,119 @@
+"""Startup checks that turn a misconfigured server into one clear message naming the fix."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import psycopg
+
+from cdcflow.capture.errors import FatalError
+from cdcflow.capture.spi import TableId
+
+log = logging.getLogger(__name__)
+
+ROLE_SQL = """
+SELECT rolsuper, rolreplication,
+       pg_has_role(current_user, 'rds_replication', 'member') AS rds
+FROM pg_roles WHERE rolname = current_user
+"""
+ROLE_SQL_PLAIN = "SELECT rolsuper, rolreplication, false FROM pg_roles WHERE rolname = current_user"
+SLOT_SQL = """
+SELECT active, active_pid, confirmed_flush_lsn::text, plugin, wal_status
+FROM pg_replication_slots WHERE slot_name = %s AND database = current_database()
+"""
+NO_IDENTITY_SQL = """
+SELECT n.nspname, c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE c.oid = %s::regclass AND (c.relreplident = 'n' OR (c.relreplident = 'd' AND NOT EXISTS (
+    SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary)))
+"""
+
+
+def check_wal_level(conn: psycopg.Connection[tuple[Any, ...]]) -> None:
+    row = conn.execute("SHOW wal_level").fetchone()
+    level = str(row[0]) if row else "unknown"
+    if level != "logical":
+        raise FatalError(
+            f"PostgreSQL has wal_level={level}, but logical decoding needs wal_level=logical. "
+            "Run `ALTER SYSTEM SET wal_level = logical;` (or set it in postgresql.conf) and "
+            "restart the server."
+        )
+
+
+def check_replication_role(conn: psycopg.Connection[tuple[Any, ...]], user: str) -> None:
+    try:
+        row = conn.execute(ROLE_SQL).fetchone()
+    except psycopg.errors.UndefinedObject:
+        conn.rollback() if not conn.autocommit else None
+        row = conn.execute(ROLE_SQL_PLAIN).fetchone()
+    if row is None or not any(bool(flag) for flag in row):
+        raise FatalError(
+            f"user {user} lacks the REPLICATION attribute needed to stream changes. Run "
+            f"`ALTER ROLE {user} REPLICATION;` as a superuser (on Amazon RDS: "
+            f"`GRANT rds_replication TO {user};`)."
+        )
+
+
+def check_select(
+    conn: psycopg.Connection[tuple[Any, ...]], user: str, tables: Sequence[TableId]
+) -> None:
+    denied = [
+        table
+        for table in tables
+        if not _scalar(conn, "SELECT has_table_privilege(%s, 'SELECT')", (_regclass(table),))
+    ]
+    if denied:
+        names = ", ".join(str(table) for table in denied)
+        raise FatalError(
+            f"user {user} may not read {names}. Grant it, e.g. `GRANT SELECT ON {names} TO {user};`"
+        )
+
+
+def warn_missing_identity(
+    conn: psycopg.Connection[tuple[Any, ...]], tables: Sequence[TableId]
+) -> None:
+    for table in tables:
+        if conn.execute(NO_IDENTITY_SQL, (_regclass(table),)).fetchone():
+            log.warning(
+                "table %s has no primary key and no replica identity: PostgreSQL will refuse "
+                "UPDATE and DELETE on it while it is published, and cdcflow can only capture "
+                "inserts. Add a primary key or run `ALTER TABLE %s REPLICA IDENTITY FULL;`.",
+                table,
+                table,
+            )
+
+
+def slot_state(conn: psycopg.Connection[tuple[Any, ...]], slot: str) -> tuple[Any, ...] | None:
+    """(active, active_pid, confirmed_flush_lsn, plugin, wal_status) or None if missing."""
+    return conn.execute(SLOT_SQL, (slot,)).fetchone()
+
+
+def check_slot_free(state: tuple[Any, ...] | None, slot: str) -> None:
+    if state is None:
+        return
+    active, pid, _lsn, plugin, wal_status = state
+    if plugin != "pgoutput":
+        raise FatalError(
+            f"replication slot {slot} uses the {plugin} plugin, cdcflow needs pgoutput. Drop it "
+            f"(`SELECT pg_drop_replication_slot('{slot}');`) or choose another slot.name."
+        )
+    if active:
+        raise FatalError(
+            f"replication slot {slot} is in use by another process (PID {pid}). Stop the other "
+            "connector, or give this one its own slot.name."
+        )
+    if wal_status == "lost":
+        raise FatalError(
+            f"replication slot {slot} is invalidated (WAL removed, wal_status=lost). Drop it and "
+            "re-snapshot: changes since the connector last ran are gone."
+        )
+
+
+def _regclass(table: TableId) -> str:
+    return f'"{table.schema}"."{table.table}"'
+
+
+def _scalar(conn: psycopg.Connection[tuple[Any, ...]], query: str, params: tuple[Any, ...]) -> Any:
+    row = conn.execute(query, params).fetchone()
+    return row[0] if row else None

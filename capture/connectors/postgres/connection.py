@@ -1,0 +1,105 @@
+"""Connections to PostgreSQL: login, session settings, and errors mapped to actionable messages.
+
+Every connection, replication or not, gets the same session settings (``types.SESSION_SETTINGS``)
+so values render identically in the snapshot and in the stream. psycopg errors are translated
+here into :class:`FatalError` / :class:`RetriableError` whose messages name the fix and never
+contain the password.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import psycopg
+from psycopg import conninfo, pq
+
+from cdcflow.capture.connectors.postgres import types
+from cdcflow.capture.errors import FatalError, RetriableError
+
+CONNECT_TIMEOUT_S = 10
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where the database is and how to log in; the password never shows in repr."""
+
+    host: str
+    port: int
+    database: str
+    user: str
+    password: str = field(repr=False)
+    sslmode: str = "prefer"
+    sslrootcert: str = ""
+
+    def where(self) -> str:
+        return f"{self.user}@{self.host}:{self.port}/{self.database}"
+
+    def conninfo(self, *, replication: bool = False) -> str:
+        options = " ".join(f"-c {name}={value}" for name, value in types.SESSION_SETTINGS.items())
+        params: dict[str, str | int] = {
+            "host": self.host,
+            "port": self.port,
+            "dbname": self.database,
+            "user": self.user,
+            "password": self.password,
+            "sslmode": self.sslmode,
+            "connect_timeout": CONNECT_TIMEOUT_S,
+            "application_name": "cdcflow",
+            "options": options,
+        }
+        if self.sslrootcert:
+            params["sslrootcert"] = self.sslrootcert
+        if replication:
+            params["replication"] = "database"
+        return conninfo.make_conninfo("", **params)
+
+
+def translate(error: Exception, endpoint: Endpoint) -> FatalError | RetriableError:
+    """Turn a connection failure into an error that says what to do, without the password."""
+    text = str(error).replace(endpoint.password, "***") if endpoint.password else str(error)
+    lowered = text.lower()
+    if "password authentication failed" in lowered or "no password supplied" in lowered:
+        return FatalError(
+            f"PostgreSQL rejected the login for {endpoint.where()}: password authentication "
+            "failed. Check the credentials Secret (or CDCFLOW_DATABASE_USER / "
+            "CDCFLOW_DATABASE_PASSWORD when running locally)."
+        )
+    if "no pg_hba.conf entry" in lowered:
+        return FatalError(
+            f"PostgreSQL refused {endpoint.where()} by pg_hba.conf: add a `host` entry for this "
+            f"user (and a `host replication` entry for streaming). Server said: {text.strip()}"
+        )
+    if (
+        "must be superuser or replication role" in lowered
+        or "permission denied to start" in lowered
+    ):
+        return FatalError(
+            f"user {endpoint.user} may not use replication: run "
+            f"`ALTER ROLE {endpoint.user} REPLICATION;` as a superuser."
+        )
+    if 'database "' in lowered and "does not exist" in lowered:
+        return FatalError(f"database {endpoint.database} does not exist on {endpoint.host}")
+    return RetriableError(
+        f"cannot connect to PostgreSQL at {endpoint.host}:{endpoint.port} as {endpoint.user}: "
+        f"{text.strip()}. Check that the server is running and reachable from here."
+    )
+
+
+def connect(
+    endpoint: Endpoint, *, autocommit: bool = True
+) -> psycopg.Connection[tuple[object, ...]]:
+    """A regular SQL connection with the session settings applied."""
+    try:
+        return psycopg.connect(endpoint.conninfo(), autocommit=autocommit)
+    except psycopg.OperationalError as error:
+        raise translate(error, endpoint) from None
+
+
+def connect_replication(endpoint: Endpoint) -> pq.abc.PGconn:
+    """A low-level replication connection (``replication=database``) for COPY BOTH streaming."""
+    pgconn = pq.PGconn.connect(endpoint.conninfo(replication=True).encode())
+    if pgconn.status != pq.ConnStatus.OK:
+        message = pgconn.get_error_message()
+        pgconn.finish()
+        raise translate(RuntimeError(message), endpoint)
+    return pgconn

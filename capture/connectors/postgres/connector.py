@@ -1,0 +1,303 @@
+"""The PostgreSQL connector: startup checks, publication and slot lifecycle, snapshot, stream.
+
+The coordinator calls :meth:`PostgresConnector.prepare`, then :meth:`open_slot` (which creates
+the slot when missing and, if a snapshot is due, keeps its exported snapshot alive), then
+:meth:`snapshot` and finally :meth:`streaming` on the same replication connection. That order
+is what makes the snapshot and the stream meet exactly at the slot's consistent point.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+import psycopg
+from psycopg import sql
+
+from cdcflow.capture.config import ConnectorProperties
+from cdcflow.capture.connectors.postgres import checks, pgoutput, snapshotter, types
+from cdcflow.capture.connectors.postgres.connection import Endpoint, connect, connect_replication
+from cdcflow.capture.connectors.postgres.replication import ReplicationStream
+from cdcflow.capture.connectors.postgres.source import PostgresStream, SourceBlock, lsn_offset
+from cdcflow.capture.connectors.postgres.tables import TableCatalog
+from cdcflow.capture.errors import FatalError
+from cdcflow.capture.filters import Filters
+from cdcflow.capture.spi import ConnectSchema, LogMessage, Offset, Record, RowChange, TableId
+
+log = logging.getLogger(__name__)
+
+SOURCE_SCHEMA: ConnectSchema = {
+    "type": "struct",
+    "optional": False,
+    "name": "io.debezium.connector.postgresql.Source",
+    "fields": [
+        {"type": "string", "optional": False, "field": "version"},
+        {"type": "string", "optional": False, "field": "connector"},
+        {"type": "string", "optional": False, "field": "name"},
+        {"type": "int64", "optional": False, "field": "ts_ms"},
+        {
+            "type": "string",
+            "optional": True,
+            "name": "io.debezium.data.Enum",
+            "version": 1,
+            "parameters": {
+                "allowed": "true,first,first_in_data_collection,last_in_data_collection,last,"
+                "false,incremental"
+            },
+            "default": "false",
+            "field": "snapshot",
+        },
+        {"type": "string", "optional": False, "field": "db"},
+        {"type": "string", "optional": True, "field": "sequence"},
+        {"type": "int64", "optional": True, "field": "ts_us"},
+        {"type": "int64", "optional": True, "field": "ts_ns"},
+        {"type": "string", "optional": False, "field": "schema"},
+        {"type": "string", "optional": False, "field": "table"},
+        {"type": "int64", "optional": True, "field": "txId"},
+        {"type": "int64", "optional": True, "field": "lsn"},
+        {"type": "int64", "optional": True, "field": "xmin"},
+    ],
+}
+PUBLISHED_TABLES_SQL = "SELECT schemaname, tablename FROM pg_publication_tables WHERE pubname = %s"
+USER_TABLES_SQL = """
+SELECT n.nspname, c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE c.relkind IN ('r', 'p') AND n.nspname NOT IN ('pg_catalog', 'information_schema')
+  AND n.nspname NOT LIKE 'pg_toast%%' AND NOT c.relispartition
+ORDER BY 1, 2
+"""
+
+
+@dataclass
+class SlotHandle:
+    """The replication connection and where streaming starts after the snapshot."""
+
+    stream: ReplicationStream
+    start_lsn: int
+    exported_snapshot: str | None
+
+
+class PostgresConnector:
+    """See the module docstring."""
+
+    historized = False
+    source_schema = SOURCE_SCHEMA
+
+    def __init__(
+        self, *, endpoint: Endpoint, properties: ConnectorProperties, filters: Filters, version: str
+    ) -> None:
+        self.endpoint = endpoint
+        self.properties = properties
+        self.filters = filters
+        self.source_block = SourceBlock(
+            version=version, server=properties.topic_prefix, database=endpoint.database
+        )
+        self._options = types.TypeOptions(
+            decimal_handling_mode=properties.decimal_handling_mode,
+            time_precision_mode=properties.time_precision_mode,
+            hstore_handling_mode=properties.hstore_handling_mode,
+            interval_handling_mode=properties.interval_handling_mode,
+            binary_handling_mode=properties.binary_handling_mode,
+            include_unknown_datatypes=properties.include_unknown_datatypes,
+        )
+        self._conn: psycopg.Connection[tuple[Any, ...]] | None = None
+        self._catalog: TableCatalog | None = None
+        self._slot: SlotHandle | None = None
+
+    @property
+    def conn(self) -> psycopg.Connection[tuple[Any, ...]]:
+        if self._conn is None:
+            raise RuntimeError("prepare() first")
+        return self._conn
+
+    # -- startup -----------------------------------------------------------------------------
+
+    def prepare(self) -> list[TableId]:
+        """Check the server and our privileges, make sure the publication exists."""
+        self._conn = connect(self.endpoint)
+        checks.check_wal_level(self.conn)
+        checks.check_replication_role(self.conn, self.endpoint.user)
+        checks.check_slot_free(
+            checks.slot_state(self.conn, self.properties.slot_name), self.properties.slot_name
+        )
+        self._ensure_publication()
+        tables = self.captured_tables()
+        checks.check_select(self.conn, self.endpoint.user, tables)
+        checks.warn_missing_identity(self.conn, tables)
+        self._catalog = TableCatalog(self.conn, options=self._options, filters=self.filters)
+        return tables
+
+    def _ensure_publication(self) -> None:
+        name, mode = self.properties.publication_name, self.properties.publication_autocreate_mode
+        exists = self.conn.execute("SELECT 1 FROM pg_publication WHERE pubname = %s", (name,))
+        if exists.fetchone():
+            return
+        if mode == "disabled":
+            raise FatalError(
+                f"publication {name} does not exist and publication.autocreate.mode=disabled. "
+                f"Create it (e.g. `CREATE PUBLICATION {name} FOR TABLE …;`) and restart."
+            )
+        if mode == "all_tables":
+            statement = sql.SQL("CREATE PUBLICATION {} FOR ALL TABLES").format(sql.Identifier(name))
+        else:
+            tables = [t for t in self._user_tables() if self.filters.reads(t)]
+            if not tables:
+                raise FatalError(
+                    "publication.autocreate.mode=filtered but no table matches the filters; "
+                    "check table.include.list / schema.include.list"
+                )
+            statement = sql.SQL("CREATE PUBLICATION {} FOR TABLE {}").format(
+                sql.Identifier(name),
+                sql.SQL(", ").join(sql.Identifier(t.schema, t.table) for t in tables),
+            )
+        try:
+            self.conn.execute(statement)
+        except psycopg.errors.InsufficientPrivilege as error:
+            raise FatalError(
+                f"cannot create publication {name}: {str(error).strip()}. Create it as a "
+                "superuser, or use publication.autocreate.mode=filtered with a table owner."
+            ) from None
+        log.info("created publication %s (%s)", name, mode)
+
+    def _user_tables(self) -> list[TableId]:
+        return [TableId(str(s), str(t)) for s, t in self.conn.execute(USER_TABLES_SQL).fetchall()]
+
+    def captured_tables(self) -> list[TableId]:
+        """Tables in the publication that the filters capture, in name order."""
+        rows = self.conn.execute(PUBLISHED_TABLES_SQL, (self.properties.publication_name,))
+        tables = sorted(TableId(str(s), str(t)) for s, t in rows.fetchall())
+        return [table for table in tables if self.filters.captures(table)]
+
+    def position_available(self, offset: Offset | None) -> bool:
+        """Whether the slot still holds the changes after ``offset``."""
+        return checks.slot_state(self.conn, self.properties.slot_name) is not None
+
+    # -- slot, snapshot and stream -----------------------------------------------------------
+
+    def open_slot(self, *, for_snapshot: bool, offset: Offset | None) -> SlotHandle:
+        """Connect for replication; create the slot (exporting a snapshot) when it is missing."""
+        slot_name = self.properties.slot_name
+        state = checks.slot_state(self.conn, slot_name)
+        if state is None and offset is not None and not for_snapshot:
+            raise FatalError(
+                f"replication slot {slot_name} is gone but the stored offset is at LSN "
+                f"{pgoutput.format_lsn(int(offset.get('lsn') or 0))}: changes since then cannot "
+                "be read. Use snapshot.mode=when_needed to re-snapshot, or `cdcflow offsets reset`."
+            )
+        stream = ReplicationStream(connect_replication(self.endpoint))
+        if state is None:
+            created = stream.create_slot(slot_name, export_snapshot=for_snapshot)
+            log.info(
+                "created replication slot %s at %s",
+                slot_name,
+                pgoutput.format_lsn(created.consistent_point),
+            )
+            self._slot = SlotHandle(stream, created.consistent_point, created.snapshot_name)
+        else:
+            confirmed = pgoutput.parse_lsn(str(state[2] or "0/0"))
+            self._slot = SlotHandle(stream, confirmed, None)
+        return self._slot
+
+    def snapshot_tables(self) -> dict[TableId, int]:
+        """Tables the snapshot reads, with row estimates."""
+        return {
+            table: snapshotter.estimate_rows(self.conn, table)
+            for table in self.captured_tables()
+            if self.filters.snapshots(table)
+        }
+
+    def snapshot(self, tables: list[TableId]) -> Iterator[RowChange]:
+        """Read ``tables`` consistently with the slot's start position."""
+        if self._slot is None or self._catalog is None:
+            raise RuntimeError("open_slot() first")
+        reader = connect(self.endpoint, autocommit=False)
+        try:
+            snapshotter.begin_snapshot(reader, exported_snapshot=self._slot.exported_snapshot)
+            for table in tables:
+                decoded = self._catalog.from_catalog(table)
+                if decoded is None:
+                    continue
+                yield from snapshotter.read_table(
+                    reader,
+                    decoded,
+                    overrides=self.properties.statement_overrides,
+                    fetch_size=self.properties.snapshot_fetch_size,
+                    source_block=self.source_block,
+                    lsn=self._slot.start_lsn,
+                )
+            reader.commit()
+        finally:
+            reader.close()
+
+    def snapshot_offset(self) -> Offset:
+        """Where streaming resumes after a completed snapshot."""
+        assert self._slot is not None
+        return lsn_offset(lsn=self._slot.start_lsn, tx_id=None, ts_us=0)
+
+    def streaming(self, offset: Offset | None) -> PostgresStream:
+        """Start replication at ``offset`` (or the slot's position) and return the source."""
+        if self._slot is None:
+            self.open_slot(for_snapshot=False, offset=offset)
+        assert self._slot is not None and self._catalog is not None
+        resume = int(offset.get("lsn_commit") or offset.get("lsn") or 0) if offset else 0
+        start = max(resume, self._slot.start_lsn) if offset is None else resume
+        self._slot.stream.start(
+            slot=self.properties.slot_name,
+            publication=self.properties.publication_name,
+            start_lsn=start,
+            messages=True,
+        )
+        return PostgresStream(
+            stream=self._slot.stream,
+            catalog=self._catalog,
+            filters=self.filters,
+            source_block=self.source_block,
+            placeholder=self.properties.unavailable_value_placeholder,
+            resume_lsn=start,
+            status_interval_s=self.properties.status_update_interval_ms / 1000,
+            poll_interval_s=min(self.properties.poll_interval_ms / 1000, 1.0),
+        )
+
+    # -- side duties -------------------------------------------------------------------------
+
+    def heartbeat(self) -> None:
+        """Run ``heartbeat.action.query`` so a quiet database still produces WAL to confirm."""
+        query = self.properties.heartbeat_action_query
+        if query and self._conn is not None:
+            self._conn.execute(query)
+
+    def message_record(self, message: LogMessage) -> Record:
+        """A logical decoding message event (``op: m``) on ``<prefix>.message``."""
+        prefix = self.properties.topic_prefix
+        value = {
+            "source": message.source,
+            "op": "m",
+            "ts_ms": message.source["ts_ms"],
+            "message": {"prefix": message.prefix, "content": _b64(message.content)},
+        }
+        key = orjson.dumps({"prefix": message.prefix})
+        topic = f"{prefix}{self.properties.topic_delimiter}message"
+        return Record(topic, key, orjson.dumps(value))
+
+    def close(self) -> None:
+        if self._slot is not None:
+            self._slot.stream.close()
+            self._slot = None
+        if self.properties.slot_drop_on_stop and self._conn is not None:
+            self._conn.execute(
+                "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
+                "WHERE slot_name = %s AND NOT active",
+                (self.properties.slot_name,),
+            )
+            log.info("dropped replication slot %s (slot.drop.on.stop)", self.properties.slot_name)
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+
+def _b64(data: bytes) -> str:
+    import base64
+
+    return base64.b64encode(data).decode()

@@ -1,0 +1,125 @@
+"""The replication connection: slot creation, START_REPLICATION and the COPY BOTH stream.
+
+Uses psycopg 3's low-level ``pq`` connection because the replication protocol is not a
+query: after ``START_REPLICATION`` the server streams CopyData frames and expects standby
+status updates back. Frames are decoded by the sans-I/O :mod:`pgoutput` module; this module
+only moves bytes and waits on the socket.
+"""
+
+from __future__ import annotations
+
+import select
+from dataclasses import dataclass
+
+import psycopg
+from psycopg import pq
+
+from cdcflow.capture.connectors.postgres import pgoutput
+from cdcflow.capture.errors import FatalError, RetriableError
+
+
+@dataclass(frozen=True)
+class CreatedSlot:
+    """A slot created just now: its start position and the exported snapshot, if any."""
+
+    consistent_point: int
+    snapshot_name: str | None
+
+
+def _quote_ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _quote_literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+class ReplicationStream:
+    """One replication connection; not thread-safe."""
+
+    def __init__(self, pgconn: pq.abc.PGconn) -> None:
+        self._pg = pgconn
+
+    def _command(self, sql: str) -> pq.abc.PGresult:
+        result = self._pg.exec_(sql.encode())
+        if result.status not in (pq.ExecStatus.TUPLES_OK, pq.ExecStatus.COMMAND_OK):
+            message = result.error_message.decode(errors="replace").strip()
+            raise FatalError(f"replication command failed: {sql.split()[0]}: {message}")
+        return result
+
+    def create_slot(self, name: str, *, export_snapshot: bool) -> CreatedSlot:
+        """CREATE_REPLICATION_SLOT; an exported snapshot lives until the next command here."""
+        mode = "EXPORT_SNAPSHOT" if export_snapshot else "NOEXPORT_SNAPSHOT"
+        result = self._command(
+            f"CREATE_REPLICATION_SLOT {_quote_ident(name)} LOGICAL pgoutput {mode}"
+        )
+        point = pgoutput.parse_lsn((result.get_value(0, 1) or b"0/0").decode())
+        snapshot = result.get_value(0, 2)
+        return CreatedSlot(point, snapshot.decode() if snapshot else None)
+
+    def start(self, *, slot: str, publication: str, start_lsn: int, messages: bool) -> None:
+        """START_REPLICATION with pgoutput protocol 1 for ``publication``."""
+        options = [
+            "proto_version '1'",
+            f"publication_names {_quote_literal(_quote_ident(publication))}",
+        ]
+        if messages:
+            options.append("messages 'true'")
+        sql = (
+            f"START_REPLICATION SLOT {_quote_ident(slot)} LOGICAL "
+            f"{pgoutput.format_lsn(start_lsn)} ({', '.join(options)})"
+        )
+        self._pg.send_query(sql.encode())
+        result = self._pg.get_result()
+        if result is None or result.status != pq.ExecStatus.COPY_BOTH:
+            message = result.error_message.decode(errors="replace") if result else "no result"
+            raise _start_error(message.strip(), slot)
+
+    def read(self, timeout: float) -> pgoutput.XLogData | pgoutput.Keepalive | None:
+        """The next frame, or None when nothing arrived within ``timeout`` seconds."""
+        pg = self._pg
+        while True:
+            size, data = pg.get_copy_data(1)
+            if size > 0:
+                return pgoutput.decode_copy_data(bytes(data))
+            if size == 0:
+                ready, _, _ = select.select([pg.socket], [], [], timeout)
+                if not ready:
+                    return None
+                try:
+                    pg.consume_input()
+                except psycopg.OperationalError as error:
+                    raise RetriableError(f"replication connection lost: {error}") from None
+                continue
+            raise RetriableError(f"replication stream ended: {self._end_reason()}")
+
+    def _end_reason(self) -> str:
+        result = self._pg.get_result()
+        if result is not None and result.error_message:
+            return result.error_message.decode(errors="replace").strip()
+        return self._pg.get_error_message().strip() or "server closed the stream"
+
+    def send_status(self, *, flushed: int, received: int, reply: bool = False) -> None:
+        """Standby status update: ``flushed`` becomes the slot's confirmed_flush_lsn."""
+        frame = pgoutput.standby_status(
+            written=received, flushed=flushed, applied=flushed, reply=reply
+        )
+        try:
+            self._pg.put_copy_data(frame)
+            self._pg.flush()
+        except psycopg.OperationalError as error:
+            raise RetriableError(f"replication connection lost: {error}") from None
+
+    def close(self) -> None:
+        self._pg.finish()
+
+
+def _start_error(message: str, slot: str) -> FatalError | RetriableError:
+    if "is active for PID" in message:
+        return FatalError(
+            f"replication slot {slot} is in use by another process ({message}). Stop the other "
+            "connector, or give this one its own slot.name."
+        )
+    if "does not exist" in message and "publication" in message:
+        return FatalError(f"{message}. Create the publication or set publication.autocreate.mode.")
+    return RetriableError(f"START_REPLICATION failed: {message}")

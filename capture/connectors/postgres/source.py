@@ -1,0 +1,305 @@
+"""The PostgreSQL streaming source: pgoutput frames in, spi events out, positions confirmed.
+
+Holds the per-connection decoding state (relations by oid, the open transaction, the last
+commit LSN for ``source.sequence``) and answers the server: a standby status update at least
+every ``status.update.interval.ms`` and immediately when a keepalive asks for one. The flushed
+LSN it reports moves only through :meth:`acknowledge`, which the pipeline calls after Kafka
+acknowledged everything up to that position.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from cdcflow.capture.connectors.postgres import pgoutput
+from cdcflow.capture.connectors.postgres.replication import ReplicationStream
+from cdcflow.capture.connectors.postgres.tables import ColumnSpec, DecodedTable, TableCatalog
+from cdcflow.capture.filters import Filters
+from cdcflow.capture.spi import (
+    Event,
+    Idle,
+    LogMessage,
+    Offset,
+    Op,
+    RowChange,
+    TableId,
+    Truncate,
+    TxBegin,
+    TxCommit,
+)
+
+log = logging.getLogger(__name__)
+UNCHANGED = pgoutput.UNCHANGED_TOAST
+
+
+class SourceBlock:
+    """Builds the ``source`` block of PostgreSQL events (``…postgresql.Source``)."""
+
+    def __init__(self, *, version: str, server: str, database: str) -> None:
+        self.base = {"version": version, "connector": "postgresql", "name": server}
+        self.database = database
+
+    def build(
+        self,
+        *,
+        ts_us: int,
+        table: TableId | None,
+        tx_id: int | None,
+        lsn: int | None,
+        last_commit_lsn: int | None,
+        snapshot: str = "false",
+    ) -> dict[str, Any]:
+        last = "null" if last_commit_lsn is None else f'"{last_commit_lsn}"'
+        current = "null" if lsn is None else f'"{lsn}"'
+        return {
+            **self.base,
+            "ts_ms": ts_us // 1000,
+            "snapshot": snapshot,
+            "db": self.database,
+            "sequence": f"[{last},{current}]",
+            "ts_us": ts_us,
+            "ts_ns": ts_us * 1000,
+            "schema": table.schema if table else "",
+            "table": table.table if table else "",
+            "txId": tx_id,
+            "lsn": lsn,
+            "xmin": None,
+        }
+
+
+def lsn_offset(*, lsn: int, tx_id: int | None, ts_us: int) -> Offset:
+    """A streaming offset as Debezium's PostgreSQL connector stores it."""
+    return Offset({"lsn": lsn, "lsn_commit": lsn, "lsn_proc": lsn, "txId": tx_id, "ts_usec": ts_us})
+
+
+class PostgresStream:
+    """Streams one replication slot; see the module docstring."""
+
+    def __init__(
+        self,
+        *,
+        stream: ReplicationStream,
+        catalog: TableCatalog,
+        filters: Filters,
+        source_block: SourceBlock,
+        placeholder: str,
+        resume_lsn: int,
+        status_interval_s: float,
+        poll_interval_s: float,
+    ) -> None:
+        self._stream = stream
+        self._catalog = catalog
+        self._filters = filters
+        self._source = source_block
+        self._placeholder = placeholder
+        self._binary_placeholder = base64.b64encode(placeholder.encode()).decode()
+        self._resume_lsn = resume_lsn
+        self._status_interval = status_interval_s
+        self._poll_interval = poll_interval_s
+        self._relations: dict[int, DecodedTable | None] = {}
+        self._flushed = resume_lsn
+        self._received = resume_lsn
+        self._last_status = 0.0
+        self._last_commit_lsn: int | None = None
+        self._tx: pgoutput.Begin | None = None
+        self._tx_base: dict[str, Any] = {}
+        self._skipping = False
+
+    # -- position feedback -------------------------------------------------------------------
+
+    def acknowledge(self, offset: Offset) -> None:
+        """Kafka has everything up to ``offset``: let the server recycle WAL before it."""
+        lsn = int(offset.get("lsn_commit") or offset.get("lsn") or 0)
+        if lsn > self._flushed:
+            self._flushed = lsn
+        self._send_status()
+
+    def _send_status(self, *, reply: bool = False) -> None:
+        self._stream.send_status(
+            flushed=self._flushed, received=max(self._received, self._flushed), reply=reply
+        )
+        self._last_status = time.monotonic()
+
+    def close(self) -> None:
+        self._stream.close()
+
+    # -- the event loop ----------------------------------------------------------------------
+
+    def events(self) -> Iterator[Event]:
+        stream, decode = self._stream, pgoutput.decode_message
+        self._send_status()
+        while True:
+            frame = stream.read(self._poll_interval)
+            if time.monotonic() - self._last_status >= self._status_interval:
+                self._send_status()
+            if frame is None:
+                yield Idle()
+                continue
+            if type(frame) is pgoutput.Keepalive:
+                yield from self._keepalive(frame)
+                continue
+            assert isinstance(frame, pgoutput.XLogData)
+            if frame.data_start > self._received:
+                self._received = frame.data_start
+            event = self._handle(decode(frame.payload), frame.data_start)
+            if event is not None:
+                yield event
+
+    def _keepalive(self, frame: pgoutput.Keepalive) -> Iterator[Event]:
+        if frame.reply_requested:
+            self._send_status(reply=False)
+        if self._tx is None and frame.wal_end > self._flushed:
+            # Outside a transaction everything before wal_end was sent: safe to confirm once
+            # the records before it are durable, which keeps idle or filtered slots advancing.
+            self._received = max(self._received, frame.wal_end)
+            ts_us = pgoutput.to_unix_us(frame.send_time_us)
+            yield Idle(lsn_offset(lsn=frame.wal_end, tx_id=None, ts_us=ts_us))
+
+    def _handle(self, message: pgoutput.PgOutputMessage, lsn: int) -> Event | None:
+        kind = type(message)
+        if kind is pgoutput.Insert or kind is pgoutput.Update or kind is pgoutput.Delete:
+            return None if self._skipping else self._row(message, lsn)  # type: ignore[arg-type]
+        if kind is pgoutput.Begin:
+            return self._begin(message)  # type: ignore[arg-type]
+        if kind is pgoutput.Commit:
+            return self._commit(message)  # type: ignore[arg-type]
+        if kind is pgoutput.Relation:
+            self._relation(message)  # type: ignore[arg-type]
+            return None
+        if kind is pgoutput.Truncate and not self._skipping:
+            return self._truncate(message, lsn)  # type: ignore[arg-type]
+        if kind is pgoutput.Message and not self._skipping:
+            return self._message(message, lsn)  # type: ignore[arg-type]
+        return None
+
+    def _begin(self, begin: pgoutput.Begin) -> Event | None:
+        self._tx = begin
+        self._skipping = begin.final_lsn < self._resume_lsn
+        if self._skipping:
+            return None
+        ts_us = pgoutput.to_unix_us(begin.commit_time_us)
+        self._tx_base = {
+            **self._source.base,
+            "ts_ms": ts_us // 1000,
+            "snapshot": "false",
+            "db": self._source.database,
+            "ts_us": ts_us,
+            "ts_ns": ts_us * 1000,
+            "txId": begin.xid,
+            "xmin": None,
+        }
+        return TxBegin(self._tx_id(begin), self._tx_base)
+
+    def _tx_id(self, begin: pgoutput.Begin) -> str:
+        return f"{begin.xid}:{begin.final_lsn}"
+
+    def _commit(self, commit: pgoutput.Commit) -> Event | None:
+        begin, self._tx = self._tx, None
+        skipped, self._skipping = self._skipping, False
+        self._last_commit_lsn = commit.end_lsn
+        if skipped or begin is None:
+            return None
+        ts_us = pgoutput.to_unix_us(commit.commit_time_us)
+        offset = lsn_offset(lsn=commit.end_lsn, tx_id=begin.xid, ts_us=ts_us)
+        return TxCommit(self._tx_id(begin), offset, self._tx_base)
+
+    def _relation(self, relation: pgoutput.Relation) -> None:
+        table = TableId(relation.namespace, relation.name)
+        if not self._filters.reads(table):
+            self._relations[relation.relid] = None
+            return
+        columns = [
+            ColumnSpec(c.name, c.type_oid, c.typmod, False, c.is_key) for c in relation.columns
+        ]
+        self._relations[relation.relid] = self._catalog.from_relation(
+            table, relid=relation.relid, columns=columns, identity=relation.replica_identity
+        )
+
+    def _source_for(self, table: TableId, lsn: int) -> dict[str, Any]:
+        last = self._last_commit_lsn
+        return {
+            **self._tx_base,
+            "sequence": f'["{last}","{lsn}"]' if last is not None else f'[null,"{lsn}"]',
+            "schema": table.schema,
+            "table": table.table,
+            "lsn": lsn,
+        }
+
+    def _row(
+        self, message: pgoutput.Insert | pgoutput.Update | pgoutput.Delete, lsn: int
+    ) -> Event | None:
+        decoded = self._relations.get(message.relid)
+        if decoded is None:
+            return None
+        schema = decoded.schema
+        source = self._source_for(schema.id, lsn)
+        tx_id = self._tx_id(self._tx) if self._tx is not None else None
+        if type(message) is pgoutput.Insert:
+            return RowChange(
+                schema, Op.CREATE, None, self._values(decoded, message.new), source, tx_id
+            )
+        if type(message) is pgoutput.Update:
+            old = message.old
+            before = self._values(decoded, old) if old is not None else None
+            after = self._values(decoded, message.new, old if message.old_kind == "O" else None)
+            return RowChange(schema, Op.UPDATE, before, after, source, tx_id)
+        assert isinstance(message, pgoutput.Delete)
+        return RowChange(schema, Op.DELETE, self._values(decoded, message.old), None, source, tx_id)
+
+    def _values(
+        self,
+        decoded: DecodedTable,
+        raw: tuple[pgoutput.TupleValue, ...],
+        old: tuple[pgoutput.TupleValue, ...] | None = None,
+    ) -> tuple[Any, ...]:
+        if UNCHANGED not in raw:
+            return tuple(
+                convert(raw[position])  # type: ignore[arg-type]
+                for position, convert in zip(decoded.positions, decoded.converters, strict=True)
+            )
+        out = []
+        for index, (position, convert) in enumerate(
+            zip(decoded.positions, decoded.converters, strict=True)
+        ):
+            value = raw[position]
+            if value is UNCHANGED and old is not None and old[position] is not UNCHANGED:
+                value = old[position]  # REPLICA IDENTITY FULL carries the old value: back-fill
+            if value is UNCHANGED:
+                binary = decoded.binary[index]
+                out.append(self._binary_placeholder if binary else self._placeholder)
+            else:
+                out.append(convert(value))  # type: ignore[arg-type]
+        return tuple(out)
+
+    def _truncate(self, message: pgoutput.Truncate, lsn: int) -> Event | None:
+        tables = tuple(
+            decoded.schema
+            for relid in message.relids
+            if (decoded := self._relations.get(relid)) is not None
+        )
+        if not tables:
+            return None
+        source = self._source_for(tables[0].id, lsn)
+        tx_id = self._tx_id(self._tx) if self._tx is not None else None
+        return Truncate(tables, source, tx_id)
+
+    def _message(self, message: pgoutput.Message, lsn: int) -> Event:
+        if message.transactional and self._tx is not None:
+            source = {
+                **self._tx_base,
+                "sequence": f'[null,"{lsn}"]',
+                "schema": "",
+                "table": "",
+                "lsn": lsn,
+            }
+        else:
+            now_us = time.time_ns() // 1000
+            source = self._source.build(
+                ts_us=now_us, table=None, tx_id=None, lsn=lsn, last_commit_lsn=self._last_commit_lsn
+            )
+        tx_id = self._tx_id(self._tx) if self._tx is not None else None
+        return LogMessage(message.prefix, message.content, message.transactional, source, tx_id)

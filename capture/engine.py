@@ -1,0 +1,305 @@
+"""Assembly and the coordinator: build a connector's engine from config, then run it.
+
+:func:`build_engine` turns a CdcConnector resource plus a database login into the parts
+(connector, sink, offset store, stats); :meth:`Engine.run` is the coordinator: load the offset,
+snapshot if ``snapshot.mode`` says so, then stream until stopped. Retriable failures after the
+connector first came up restart it from the last durable offset with backoff; fatal ones stop
+it with their message.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Literal
+
+from cdcflow.capture import snapshot as snapshots
+from cdcflow.capture.config import CdcConnector, ConfigError, ConnectorProperties
+from cdcflow.capture.envelope import Framing
+from cdcflow.capture.errors import FatalError, RetriableError
+from cdcflow.capture.filters import Filters
+from cdcflow.capture.offsets import FileOffsetStore, MemoryOffsetStore
+from cdcflow.capture.pipeline import Dispatcher, Pipeline
+from cdcflow.capture.spi import Offset, OffsetStore, Sink
+from cdcflow.capture.stats import Stats
+from cdcflow.capture.stdout_sink import StdoutSink
+
+log = logging.getLogger(__name__)
+
+SinkKind = Literal["kafka", "stdout"]
+MAX_BACKOFF_S = 300.0
+
+
+@dataclass(frozen=True)
+class Login:
+    """Database credentials; the password never appears in repr or logs."""
+
+    user: str
+    password: str = field(repr=False)
+
+    @classmethod
+    def from_environment(cls, credentials_file: Path | None = None) -> Login:
+        """Read ``CDCFLOW_DATABASE_USER``/``_PASSWORD`` or a ``user``/``password`` file."""
+        if credentials_file is not None:
+            return cls._from_file(credentials_file)
+        user = os.environ.get("CDCFLOW_DATABASE_USER", "")
+        password = os.environ.get("CDCFLOW_DATABASE_PASSWORD", "")
+        password_file = os.environ.get("CDCFLOW_DATABASE_PASSWORD_FILE")
+        if password_file:
+            password = Path(password_file).read_text().strip()
+        if not user:
+            raise ConfigError(
+                "no database user: set CDCFLOW_DATABASE_USER and CDCFLOW_DATABASE_PASSWORD "
+                "(in Kubernetes they come from the credentials Secret), or pass "
+                "--credentials-file with `username:` and `password:` lines"
+            )
+        return cls(user, password)
+
+    @classmethod
+    def _from_file(cls, path: Path) -> Login:
+        import yaml
+
+        try:
+            document = yaml.safe_load(path.read_text())
+        except (OSError, yaml.YAMLError) as error:
+            raise ConfigError(f"cannot read credentials file {path}: {error}") from None
+        if not isinstance(document, dict) or "username" not in document:
+            raise ConfigError(f"{path} must hold `username:` and `password:` entries")
+        return cls(str(document["username"]), str(document.get("password", "")))
+
+
+def default_offsets_path(resource: CdcConnector) -> Path:
+    root = Path(os.environ.get("CDCFLOW_CACHE", Path.home() / ".cache" / "cdcflow"))
+    return root / "offsets" / f"{resource.metadata.namespace}.{resource.metadata.name}.json"
+
+
+@dataclass
+class Engine:
+    """One connector's running parts."""
+
+    resource: CdcConnector
+    properties: ConnectorProperties
+    connector: Any
+    sink: Sink
+    offsets: OffsetStore
+    stats: Stats
+    stop: threading.Event = field(default_factory=threading.Event)
+
+    def _pipeline(self) -> Pipeline:
+        framing = Framing(
+            topics=_topics(self.properties),
+            source_schema=self.connector.source_schema,
+            key_schemas=self.properties.key_converter_schemas_enable,
+            value_schemas=self.properties.value_converter_schemas_enable,
+        )
+        dispatcher = Dispatcher(
+            properties=self.properties,
+            framing=framing,
+            filters=self.connector.filters,
+            sink=self.sink,
+            stats=self.stats,
+        )
+        return Pipeline(
+            dispatcher=dispatcher,
+            sink=self.sink,
+            offsets=self.offsets,
+            properties=self.properties,
+            stats=self.stats,
+            stop=self.stop,
+            on_heartbeat=self.connector.heartbeat,
+            message_record=self.connector.message_record,
+        )
+
+    def run(self) -> None:
+        """Run until stopped; retry retriable failures once the connector has come up."""
+        attempt, came_up = 0, False
+        wait = self.properties.retriable_restart_connector_wait_ms / 1000
+        while not self.stop.is_set():
+            try:
+                self._run_once()
+                return
+            except RetriableError as error:
+                limit = self.properties.errors_max_retries
+                if not came_up and self.stats.phase == "starting":
+                    raise FatalError(str(error)) from None
+                attempt += 1
+                if 0 <= limit < attempt:
+                    raise
+                came_up = True
+                delay = min(MAX_BACKOFF_S, wait * 2 ** min(attempt - 1, 6))
+                self.stats.last_error = str(error)
+                self.stats.connected = False
+                log.warning("%s; restarting from the last offset in %.1fs", error, delay)
+                self.connector.close()
+                self.stop.wait(delay)
+            finally:
+                if self.stats.phase in ("snapshot", "streaming"):
+                    came_up = True
+
+    def _run_once(self) -> None:
+        pipeline = self._pipeline()
+        connector, properties, stats = self.connector, self.properties, self.stats
+        try:
+            offset = self.offsets.load()
+            stats.captured_tables = [str(t) for t in connector.prepare()]
+            stats.connected = True
+            mode = properties.snapshot_mode
+            do_snapshot = snapshots.should_snapshot(
+                mode, offset, position_available=connector.position_available(offset)
+            )
+            connector.open_slot(for_snapshot=do_snapshot, offset=None if do_snapshot else offset)
+            if do_snapshot:
+                offset = self._snapshot(pipeline)
+            if not snapshots.streams_after_snapshot(mode) and not self.stop.is_set():
+                log.info("snapshot.mode=%s: snapshot complete, not streaming", mode)
+                stats.phase = "stopped"
+                return
+            source = connector.streaming(offset)
+            log.info("streaming changes from slot %s", properties.slot_name)
+            pipeline.stream(source)
+            stats.phase = "stopped"
+        finally:
+            connector.close()
+
+    def _snapshot(self, pipeline: Pipeline) -> Offset | None:
+        tables = self.connector.snapshot_tables()
+        self.stats.start_snapshot({str(table): rows for table, rows in tables.items()})
+        marker = Offset({snapshots.SNAPSHOT_IN_PROGRESS: True})
+        self.offsets.save(marker)
+        log.info("snapshot of %d table(s) starting", len(tables))
+        started = time.monotonic()
+        changes = self.connector.snapshot(list(tables))
+        try:
+            pipeline.snapshot(_track_tables(snapshots.mark_positions(changes), self.stats))
+        except InterruptedError:
+            self.stats.finish_snapshot(aborted=True)
+            raise
+        offset: Offset = self.connector.snapshot_offset()
+        pipeline.commit(offset, None)
+        self.stats.finish_snapshot()
+        log.info(
+            "snapshot completed: %d rows in %.1fs",
+            sum(p.rows_scanned for p in self.stats.tables.values()),
+            time.monotonic() - started,
+        )
+        return offset
+
+
+def _track_tables(changes: Any, stats: Stats) -> Any:
+    """Mark tables completed as the snapshot moves past them."""
+    previous: str | None = None
+    for change in changes:
+        name = str(change.table.id)
+        if name != previous and previous in stats.tables:
+            stats.tables[previous].completed = True
+        previous = name
+        yield change
+    for progress in stats.tables.values():
+        progress.completed = True
+
+
+def _topics(properties: ConnectorProperties) -> Any:
+    from cdcflow.capture.topics import TopicNames
+
+    return TopicNames.from_properties(properties)
+
+
+def version() -> str:
+    return metadata.version("cdcflow")
+
+
+def build_engine(
+    resource: CdcConnector,
+    *,
+    login: Login,
+    sink: SinkKind = "kafka",
+    offsets_path: Path | None = None,
+    host_override: str | None = None,
+) -> Engine:
+    """Wire the connector, sink, offset store and stats for ``resource``."""
+    properties = resource.properties()
+    filters = Filters.from_properties(properties)
+    stats = Stats(connector=resource.metadata.name, server=properties.topic_prefix)
+    connector = _postgres_connector(resource, properties, filters, login, host_override)
+    return Engine(
+        resource=resource,
+        properties=properties,
+        connector=connector,
+        sink=_sink(resource, properties, sink),
+        offsets=_offsets(resource, properties, offsets_path),
+        stats=stats,
+    )
+
+
+def _postgres_connector(
+    resource: CdcConnector,
+    properties: ConnectorProperties,
+    filters: Filters,
+    login: Login,
+    host_override: str | None,
+) -> Any:
+    from cdcflow.capture.connectors.postgres.connection import Endpoint
+    from cdcflow.capture.connectors.postgres.connector import PostgresConnector
+
+    source = resource.spec.source.postgresql
+    assert source is not None
+    endpoint = Endpoint(
+        host=host_override or source.host,
+        port=source.port,
+        database=source.database,
+        user=login.user,
+        password=login.password,
+        sslmode=properties.database_sslmode,
+        sslrootcert=properties.database_sslrootcert,
+    )
+    return PostgresConnector(
+        endpoint=endpoint, properties=properties, filters=filters, version=version()
+    )
+
+
+def _sink(resource: CdcConnector, properties: ConnectorProperties, kind: SinkKind) -> Sink:
+    if kind == "stdout":
+        return StdoutSink()
+    if resource.spec.kafka is None:
+        raise ConfigError("spec.kafka.bootstrapServers is required (or run with --sink stdout)")
+    from cdcflow.capture.kafka.producer import KafkaSink
+
+    tuning: dict[str, Any] = {
+        "queue.buffering.max.messages": max(properties.max_queue_size, properties.max_batch_size),
+        "batch.num.messages": properties.max_batch_size,
+    }
+    if properties.max_queue_size_in_bytes:
+        tuning["queue.buffering.max.kbytes"] = max(1, properties.max_queue_size_in_bytes // 1024)
+    return KafkaSink(
+        bootstrap_servers=resource.spec.kafka.bootstrap_servers,
+        producer_config={**tuning, **resource.spec.kafka.producer},
+        partitions=properties.topic_creation_default_partitions,
+        replication_factor=properties.topic_creation_default_replication_factor,
+    )
+
+
+def _offsets(
+    resource: CdcConnector, properties: ConnectorProperties, path: Path | None
+) -> OffsetStore:
+    spec = resource.spec.offsets
+    name, server = resource.metadata.name, properties.topic_prefix
+    if spec.store == "memory":
+        return MemoryOffsetStore()
+    if spec.store == "kafka":
+        if resource.spec.kafka is None:
+            raise ConfigError("offsets.store=kafka needs spec.kafka")
+        from cdcflow.capture.kafka.offsets import KafkaOffsetStore
+
+        return KafkaOffsetStore(
+            bootstrap_servers=resource.spec.kafka.bootstrap_servers,
+            topic=spec.topic or f"{server}-offsets",
+            connector=name,
+            server=server,
+        )
+    target = path or (Path(spec.path) if spec.path else default_offsets_path(resource))
+    return FileOffsetStore(target, connector=name, server=server)

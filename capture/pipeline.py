@@ -1,0 +1,238 @@
+"""The connector-agnostic event path: dispatch events to the sink, commit positions safely.
+
+:class:`Dispatcher` turns spi events into records (filters, skipped operations, transaction
+metadata, tombstones, key changes). :class:`Pipeline` drives a streaming source and owns the
+one rule that makes cdcflow lose nothing: a position is saved and confirmed to the database
+only after ``sink.flush()`` returned, i.e. after Kafka acknowledged every record before it.
+Offsets are committed every ``offset.flush.interval.ms`` and on a clean stop, as Kafka
+Connect does; a crash in between replays at most that window (at-least-once).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from cdcflow.capture.config import ConnectorProperties
+from cdcflow.capture.envelope import Framing, SideRecords, TableSerializer
+from cdcflow.capture.filters import Filters
+from cdcflow.capture.spi import (
+    Idle,
+    LogMessage,
+    Offset,
+    OffsetStore,
+    RowChange,
+    Sink,
+    StreamingSource,
+    TableSchema,
+    Truncate,
+    TxBegin,
+    TxCommit,
+)
+from cdcflow.capture.stats import Stats
+
+log = logging.getLogger(__name__)
+
+
+class _Transaction:
+    """Counters for the ``transaction`` block and the END event of one source transaction."""
+
+    def __init__(self, tx_id: str) -> None:
+        self.tx_id = tx_id
+        self.total = 0
+        self.per_collection: Counter[str] = Counter()
+
+    def block(self, collection: str) -> dict[str, Any]:
+        self.total += 1
+        self.per_collection[collection] += 1
+        return {
+            "id": self.tx_id,
+            "total_order": self.total,
+            "data_collection_order": self.per_collection[collection],
+        }
+
+
+class Dispatcher:
+    """Turns events into records and writes them to the sink."""
+
+    def __init__(
+        self,
+        *,
+        properties: ConnectorProperties,
+        framing: Framing,
+        filters: Filters,
+        sink: Sink,
+        stats: Stats,
+    ) -> None:
+        self._properties = properties
+        self._framing = framing
+        self._filters = filters
+        self._sink = sink
+        self._stats = stats
+        self._side = SideRecords(framing)
+        self._tombstones = properties.tombstones_on_delete
+        self._skipped = properties.skipped
+        self._tx_metadata = properties.provide_transaction_metadata
+        self._serializers: dict[int, tuple[TableSchema, TableSerializer]] = {}
+        self._tx: _Transaction | None = None
+
+    def serializer(self, table: TableSchema) -> TableSerializer:
+        """The serializer of ``table``, built once per schema version."""
+        entry = self._serializers.get(id(table))
+        if entry is not None and entry[0] is table:
+            return entry[1]
+        value_columns = [
+            column.name
+            for column in table.columns
+            if self._filters.keeps_column(table.id, column.name)
+        ]
+        serializer = TableSerializer(table, framing=self._framing, value_columns=value_columns)
+        self._serializers[id(table)] = (table, serializer)
+        self._stats.topics.add(serializer.topic)
+        return serializer
+
+    def row(self, change: RowChange) -> None:
+        """Emit one row change unless its operation is skipped or its table not captured."""
+        if change.op.value in self._skipped or not self._filters.captures(change.table.id):
+            self._stats.events_filtered += 1
+            return
+        serializer = self.serializer(change.table)
+        block = self._tx.block(str(change.table.id)) if self._tx is not None else None
+        write = self._sink.write
+        for record in serializer.records(change, tombstones=self._tombstones, transaction=block):
+            write(record)
+        self._stats.saw_event(change.source["ts_ms"])
+
+    def begin(self, event: TxBegin) -> None:
+        if not self._tx_metadata:
+            return
+        self._tx = _Transaction(event.tx_id)
+        self._sink.write(
+            self._side.transaction(
+                status="BEGIN", tx_id=event.tx_id, counts=None, ts_ms=event.source["ts_ms"]
+            )
+        )
+
+    def commit(self, event: TxCommit) -> None:
+        self._stats.committed_transactions += 1
+        self._stats.last_transaction_id = event.tx_id
+        if self._tx is None:
+            return
+        counts = dict(self._tx.per_collection)
+        self._tx = None
+        self._sink.write(
+            self._side.transaction(
+                status="END", tx_id=event.tx_id, counts=counts, ts_ms=event.source["ts_ms"]
+            )
+        )
+
+    def truncate(self, event: Truncate) -> None:
+        if "t" in self._skipped:
+            self._stats.events_filtered += len(event.tables)
+            return
+        for table in event.tables:
+            if not self._filters.captures(table.id):
+                continue
+            block = self._tx.block(str(table.id)) if self._tx is not None else None
+            source = {**event.source, "schema": table.id.schema, "table": table.id.table}
+            self._sink.write(self.serializer(table).truncate(source, block))
+            self._stats.saw_event(event.source["ts_ms"])
+
+    def message(self, event: LogMessage, record_for: Callable[[LogMessage], Any]) -> None:
+        self._sink.write(record_for(event))
+        self._stats.saw_event(event.source["ts_ms"])
+
+    def heartbeat(self) -> None:
+        self._sink.write(self._side.heartbeat())
+
+
+class Pipeline:
+    """Runs a streaming source through the dispatcher and commits offsets after Kafka acks."""
+
+    def __init__(
+        self,
+        *,
+        dispatcher: Dispatcher,
+        sink: Sink,
+        offsets: OffsetStore,
+        properties: ConnectorProperties,
+        stats: Stats,
+        stop: threading.Event,
+        on_heartbeat: Callable[[], None] | None = None,
+        message_record: Callable[[LogMessage], Any] | None = None,
+    ) -> None:
+        self._dispatcher = dispatcher
+        self._sink = sink
+        self._offsets = offsets
+        self._stats = stats
+        self._stop = stop
+        self._flush_interval = properties.offset_flush_interval_ms / 1000
+        self._heartbeat_interval = properties.heartbeat_interval_ms / 1000
+        self._on_heartbeat = on_heartbeat
+        self._message_record = message_record
+
+    def commit(self, offset: Offset, source: StreamingSource | None) -> None:
+        """Make ``offset`` durable: flush the sink, save the offset, then tell the database."""
+        self._sink.flush()
+        self._offsets.save(offset)
+        self._stats.offset = offset.to_dict()
+        self._stats.offsets_committed += 1
+        if source is not None:
+            source.acknowledge(offset)
+
+    def stream(self, source: StreamingSource) -> None:
+        """Dispatch events until the stop flag is set; commit what is durable on the way out."""
+        dispatcher = self._dispatcher
+        pending: Offset | None = None
+        last_commit = last_beat = time.monotonic()
+        self._stats.phase = "streaming"
+        for event in source.events():
+            kind = type(event)
+            if kind is RowChange:
+                dispatcher.row(event)  # type: ignore[arg-type]
+            elif kind is TxCommit:
+                dispatcher.commit(event)  # type: ignore[arg-type]
+                pending = event.offset  # type: ignore[union-attr]
+            elif kind is TxBegin:
+                dispatcher.begin(event)  # type: ignore[arg-type]
+            elif kind is Idle:
+                pending = event.offset or pending  # type: ignore[union-attr]
+            else:
+                self._rare(event)
+            now = time.monotonic()
+            if pending is not None and (kind is Idle or now - last_commit >= self._flush_interval):
+                self.commit(pending, source)
+                pending, last_commit = None, now
+            if self._heartbeat_interval and now - last_beat >= self._heartbeat_interval:
+                self._heartbeat()
+                last_beat = now
+            if self._stop.is_set():
+                break
+        if pending is not None:
+            self.commit(pending, source)
+
+    def _rare(self, event: object) -> None:
+        if isinstance(event, Truncate):
+            self._dispatcher.truncate(event)
+        elif isinstance(event, LogMessage) and self._message_record is not None:
+            self._dispatcher.message(event, self._message_record)
+
+    def _heartbeat(self) -> None:
+        self._dispatcher.heartbeat()
+        if self._on_heartbeat is not None:
+            self._on_heartbeat()
+
+    def snapshot(self, changes: Iterable[RowChange]) -> None:
+        """Emit snapshot rows (the caller commits the snapshot's offset afterwards)."""
+        dispatcher, tables = self._dispatcher, self._stats.tables
+        for change in changes:
+            dispatcher.row(change)
+            progress = tables.get(str(change.table.id))
+            if progress is not None:
+                progress.rows_scanned += 1
+            if self._stop.is_set():
+                raise InterruptedError("stopped during the snapshot")

@@ -1,0 +1,125 @@
+"""The engine's HTTP endpoint: ``/metrics`` (Prometheus), ``/healthz``, ``/readyz``, ``/status``.
+
+Metrics are produced by a custom collector reading :class:`Stats` at scrape time. ``/readyz``
+answers 200 once the connector is snapshotting or streaming; ``/healthz`` answers 200 unless
+the engine failed.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import orjson
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from cdcflow.capture.stats import Stats
+
+PREFIX = "cdcflow"
+
+
+class StatsCollector(Collector):
+    """Debezium's snapshot and streaming metrics, in snake_case, labelled by server."""
+
+    def __init__(self, stats: Stats) -> None:
+        self._stats = stats
+
+    def collect(self) -> Iterator[Metric]:
+        s, labels = self._stats, ["server"]
+        server = [s.server]
+
+        def gauge(name: str, doc: str, value: float) -> GaugeMetricFamily:
+            family = GaugeMetricFamily(f"{PREFIX}_{name}", doc, labels=labels)
+            family.add_metric(server, value)
+            return family
+
+        def counter(name: str, doc: str, value: float) -> CounterMetricFamily:
+            family = CounterMetricFamily(f"{PREFIX}_{name}", doc, labels=labels)
+            family.add_metric(server, value)
+            return family
+
+        yield counter("total_number_of_events_seen", "Events emitted.", s.total_events_seen)
+        yield counter("number_of_events_filtered", "Events dropped by filters.", s.events_filtered)
+        yield counter(
+            "number_of_committed_transactions", "Source transactions.", s.committed_transactions
+        )
+        yield gauge("connected", "1 while connected to the source.", float(s.connected))
+        yield gauge(
+            "milli_seconds_behind_source",
+            "Commit-to-emit lag of the last event.",
+            s.milliseconds_behind_source,
+        )
+        yield gauge("queue_total_capacity", "Maximum records in flight.", s.queue_total_capacity)
+        yield gauge(
+            "queue_remaining_capacity",
+            "Records that may still be put in flight.",
+            max(0, s.queue_total_capacity - s.queue_in_flight),
+        )
+        yield gauge("snapshot_running", "1 while a snapshot runs.", float(s.snapshot_running))
+        yield gauge(
+            "snapshot_completed", "1 once a snapshot completed.", float(s.snapshot_completed)
+        )
+        yield gauge("snapshot_aborted", "1 if the snapshot was aborted.", float(s.snapshot_aborted))
+        yield gauge("snapshot_duration_in_seconds", "Snapshot duration.", s.snapshot_duration_s)
+        yield gauge("total_table_count", "Tables in the snapshot.", len(s.tables))
+        yield gauge(
+            "remaining_table_count",
+            "Tables still to snapshot.",
+            sum(1 for t in s.tables.values() if not t.completed),
+        )
+        rows = GaugeMetricFamily(
+            f"{PREFIX}_rows_scanned", "Snapshot rows read per table.", labels=["server", "table"]
+        )
+        for name, progress in s.tables.items():
+            rows.add_metric([s.server, name], progress.rows_scanned)
+        yield rows
+        yield counter("offsets_committed", "Offsets saved after Kafka acks.", s.offsets_committed)
+
+
+def _handler(stats: Stats, registry: CollectorRegistry) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            path = self.path.split("?", 1)[0]
+            if path == "/metrics":
+                self._send(200, generate_latest(registry), "text/plain; version=0.0.4")
+            elif path == "/status":
+                self._send(200, orjson.dumps(stats.status()), "application/json")
+            elif path == "/healthz":
+                healthy = stats.phase != "failed"
+                self._send(200 if healthy else 503, stats.phase.encode(), "text/plain")
+            elif path == "/readyz":
+                ready = stats.phase in ("snapshot", "streaming")
+                self._send(200 if ready else 503, stats.phase.encode(), "text/plain")
+            else:
+                self._send(404, b"not found", "text/plain")
+
+        def _send(self, code: int, body: bytes, content_type: str) -> None:
+            self.send_response(code)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:
+            return None
+
+    return Handler
+
+
+class StatusServer:
+    """Serves the endpoints from a daemon thread until :meth:`close`."""
+
+    def __init__(self, stats: Stats, *, host: str = "0.0.0.0", port: int = 8080) -> None:
+        registry = CollectorRegistry()
+        registry.register(StatsCollector(stats))
+        self._server = ThreadingHTTPServer((host, port), _handler(stats, registry))
+        self.port = self._server.server_address[1]
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
