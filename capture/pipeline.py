@@ -17,6 +17,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from cdcflow.capture import faults
 from cdcflow.capture.config import ConnectorProperties
 from cdcflow.capture.envelope import Framing, SideRecords, TableSerializer
 from cdcflow.capture.filters import Filters
@@ -178,7 +179,9 @@ class Pipeline:
     def commit(self, offset: Offset, source: StreamingSource | None) -> None:
         """Make ``offset`` durable: flush the sink, save the offset, then tell the database."""
         self._sink.flush()
+        faults.crash_point("after-flush")
         self._offsets.save(offset)
+        faults.crash_point("after-offset-save")
         self._stats.offset = offset.to_dict()
         self._stats.offsets_committed += 1
         if source is not None:

@@ -210,7 +210,9 @@ def session_conf(
     conf["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile={_log4j2_config()}"
     for key, value in (extra_conf or {}).items():
         separator = _JOINED_CONF.get(key)
-        conf[key] = f"{conf[key]}{separator}{value}" if separator and conf.get(key) else value
+        conf[key] = (
+            f"{conf[key]}{separator}{value}" if separator and conf.get(key) and value else value
+        )
     return conf
 
 

@@ -16,9 +16,7 @@ def test_delta_table_round_trips_and_merge_updates_one_row(
 ) -> None:
     path = str(tmp_path / "customers")
     rows = [(1, "ada", 10), (2, "grace", 20), (3, "linus", 30)]
-    spark.createDataFrame(rows, "id INT, name STRING, balance INT").write.format("delta").save(
-        path
-    )
+    spark.createDataFrame(rows, "id INT, name STRING, balance INT").write.format("delta").save(path)
 
     read_back = spark.read.format("delta").load(path)
     assert sorted(tuple(row) for row in read_back.collect()) == rows

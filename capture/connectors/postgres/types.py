@@ -1,12 +1,16 @@
 """PostgreSQL column types mapped to Kafka Connect schemas and converters, the way Debezium does.
 
-Every value arrives as PostgreSQL's *text* rendering of it (the type's output function: what
-pgoutput sends in text mode and what ``SELECT col::text`` returns), produced on a session that
-applied :data:`SESSION_SETTINGS`. A :class:`~cdcflow.capture.spi.Column` built here carries the
-column's Connect schema (Debezium's semantic names, versions and parameters, in the key order
-Kafka Connect's ``JsonConverter`` writes them) and a converter from that text to the JSON-ready
-payload value: bytes become base64 strings, decimals the base64 of their unscaled big-endian
-two's-complement integer, dates days since the epoch, and so on.
+Every value arrives as PostgreSQL's *text* rendering of it: the type's output function, which is
+what pgoutput sends in text mode and what a text-format query result carries, produced on a
+session that applied :data:`SESSION_SETTINGS`. (``SELECT col::text`` is the same text except for
+three types: bool casts to ``true``/``false``, which the converter also accepts; ``char(n)``
+loses its padding and a host ``inet`` gains ``/32``, which no converter can undo.)
+
+A :class:`~cdcflow.capture.spi.Column` built here carries the column's Connect schema
+(Debezium's semantic names, versions and parameters, in the key order Kafka Connect's
+``JsonConverter`` writes them) and a converter from that text to the JSON-ready payload value:
+bytes become base64 strings, decimals the base64 of their unscaled big-endian two's-complement
+integer, dates days since the epoch, and so on.
 
 The baseline is Debezium 1.7 (see the seed inventory, section 5). Choices where Debezium's
 behaviour is a quirk, a bug or version-dependent are documented where they are made; the main
@@ -22,7 +26,8 @@ ones:
   Decimal of scale 2 in ``precise`` mode, a float in ``double`` mode and a plain decimal string
   (``"1234.56"``) in ``string`` mode. ``lc_monetary=C`` in the session fixes its text form.
 * hstore keys come out in the iteration order of the Java ``HashMap`` pgjdbc parses them into, so
-  both the JSON string and the map are byte-for-byte what Debezium writes.
+  both the JSON string and the map are byte-for-byte what Debezium writes (short of a HashMap
+  tree bin, which takes 11+ keys sharing one Java hash code).
 * One-dimensional arrays follow Debezium's list of element types; arrays of ``money``,
   ``name``, ``interval``, ``bit``, ``varbit``, ``xml`` and ``point`` are left out (Debezium has no
   schema for them either), and arrays of other element types (domains included) are opaque
@@ -277,7 +282,8 @@ def _to_int(text: str | None) -> int | None:
 
 
 def _to_bool(text: str | None) -> bool | None:
-    return None if text is None else text == "t"
+    """``t``/``f`` from the output function; ``true``/``false`` (a ``::text`` cast) also work."""
+    return None if text is None else text[0] == "t"
 
 
 _FLOAT_SPECIALS: Final[dict[str, str]] = {
@@ -582,6 +588,8 @@ def _epoch_days(text: str | None) -> int | None:
         return _POSITIVE_INFINITY_DAYS
     if text == "-infinity":
         return _NEGATIVE_INFINITY_DAYS
+    if len(text) == 10:  # the common fixed layout, YYYY-MM-DD
+        return _days_from_civil(int(text[:4]), int(text[5:7]), int(text[8:10]))
     y, m, d, bc = _match(_DATE_RE, text, "date").groups()
     return _days_from_civil(_year(y, bc), int(m), int(d))
 
@@ -606,6 +614,10 @@ def _timestamp_micros(text: str | None) -> int | None:
         return _POSITIVE_INFINITY_MICROS
     if text == "-infinity":
         return _NEGATIVE_INFINITY_MICROS
+    if len(text) >= 19 and text[4] == "-" and text[-1] != "C":  # the common fixed layout
+        days = _days_from_civil(int(text[:4]), int(text[5:7]), int(text[8:10]))
+        clock = _micros_of_day(text[11:13], text[14:16], text[17:19], text[20:])
+        return days * _MICROS_PER_DAY + clock
     y, mo, d, h, mi, s, frac, bc = _match(_TIMESTAMP_RE, text, "timestamp").groups()
     days = _days_from_civil(_year(y, bc), int(mo), int(d))
     return days * _MICROS_PER_DAY + _micros_of_day(h, mi, s, frac)
@@ -930,10 +942,15 @@ def _hstore_spec(options: TypeOptions) -> _Spec:
 # Arrays
 # --------------------------------------------------------------------------------------------
 
-_ARRAY_ITEM: Final = re.compile(r'"((?:[^"\\]|\\.)*)"|([^,"{}]*)', re.S)
+#: Element separator by element type oid: ``box`` is the only built-in that is not a comma.
+_ARRAY_DELIMITERS: Final[dict[int, str]] = {603: ";"}
+_ARRAY_ITEMS: Final[dict[str, re.Pattern[str]]] = {
+    delimiter: re.compile(r'"((?:[^"\\]|\\.)*)"|([^' + delimiter + r'"{}]*)', re.S)
+    for delimiter in (",", ";")
+}
 
 
-def _split_array(text: str) -> list[str | None]:
+def _split_array(text: str, delimiter: str = ",") -> list[str | None]:
     """PostgreSQL's one-dimensional array text -> element texts (None for NULL)."""
     if text.startswith("["):  # explicit bounds: [0:1]={1,2}
         text = text[text.index("=") + 1 :]
@@ -943,15 +960,17 @@ def _split_array(text: str) -> list[str | None]:
     if '"' not in inner:
         if "{" in inner:
             raise ValueError(f"only one-dimensional arrays are supported, got {text!r}")
-        return [None if item == "NULL" else item for item in inner.split(",")]
-    return _split_quoted(inner, text)
+        return [None if item == "NULL" else item for item in inner.split(delimiter)]
+    return _split_quoted(inner, text, delimiter)
 
 
-def _split_quoted(inner: str, text: str) -> list[str | None]:
+def _split_quoted(inner: str, text: str, delimiter: str) -> list[str | None]:
+    """The slow path: some elements are quoted (and may hold escapes or delimiters)."""
+    pattern = _ARRAY_ITEMS[delimiter]
     items: list[str | None] = []
     position, end = 0, len(inner)
     while True:
-        found = _ARRAY_ITEM.match(inner, position)
+        found = pattern.match(inner, position)
         assert found is not None  # the pattern also matches the empty string
         quoted, bare = found.groups()
         if quoted is not None:
@@ -961,15 +980,15 @@ def _split_quoted(inner: str, text: str) -> list[str | None]:
         position = found.end()
         if position >= end:
             return items
-        if inner[position] != ",":
+        if inner[position] != delimiter:
             raise ValueError(f"only one-dimensional arrays are supported, got {text!r}")
         position += 1
 
 
-def _array(element: Converter, text: str | None) -> list[Any] | None:
+def _array(element: Converter, delimiter: str, text: str | None) -> list[Any] | None:
     if text is None:
         return None
-    return [element(item) for item in _split_array(text)]
+    return [element(item) for item in _split_array(text, delimiter)]
 
 
 # --------------------------------------------------------------------------------------------
@@ -1195,7 +1214,9 @@ def _array_spec(
         spec = _unknown_spec(options)
     # Debezium declares enum and unknown elements required, every other element optional.
     items_optional = supported and not element.is_enum
-    return _Spec("array", partial(_array, spec.convert), items=spec.schema(items_optional))
+    delimiter = _ARRAY_DELIMITERS.get(element.oid, ",")
+    convert = partial(_array, spec.convert, delimiter)
+    return _Spec("array", convert, items=spec.schema(items_optional))
 
 
 def column_for(

@@ -1,0 +1,217 @@
+"""Fixture plugin: run the capture engine in-process against the real PostgreSQL and Kafka.
+
+Each test gets its own connector name, which is also its slot, publication and topic prefix,
+so tests never see each other's changes. The publication is ``filtered`` to the tables the
+test names: a ``FOR ALL TABLES`` publication would make PostgreSQL refuse updates on other
+tests' tables that have no replica identity.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+import psycopg
+import pytest
+import yaml
+
+from cdcflow.capture.config import CdcConnector
+from cdcflow.capture.engine import Engine, Login, build_engine
+from cdcflow.operator.devservices.kafka import KafkaBroker
+from cdcflow.operator.devservices.postgres import PostgresServer
+from tests.plugins.fix_kafka import read_topic_to_end
+
+
+@dataclass
+class Event:
+    """One Kafka record decoded: JSON key and value (None for tombstones) and headers."""
+
+    key: Any
+    value: Any
+    headers: dict[str, bytes]
+
+    @property
+    def payload(self) -> Any:
+        """The value's payload, whether or not it carries a Connect schema."""
+        if isinstance(self.value, dict) and "payload" in self.value and "schema" in self.value:
+            return self.value["payload"]
+        return self.value
+
+    @property
+    def op(self) -> str | None:
+        return None if self.payload is None else self.payload.get("op")
+
+
+@dataclass
+class RunningEngine:
+    engine: Engine
+    thread: threading.Thread
+    errors: list[BaseException] = field(default_factory=list)
+
+    def wait_for_phase(self, phase: str, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.errors:
+                raise self.errors[0]
+            if self.engine.stats.phase == phase:
+                return
+            if not self.thread.is_alive():
+                break
+            time.sleep(0.05)
+        raise AssertionError(f"engine did not reach {phase}; it is {self.engine.stats.phase}")
+
+    def stop(self, timeout: float = 30) -> None:
+        self.engine.stop.set()
+        self.thread.join(timeout)
+        assert not self.thread.is_alive(), "engine did not stop"
+        if self.errors:
+            raise self.errors[0]
+
+
+@dataclass
+class CaptureHarness:
+    """Creates tables, connector resources and engines for one test."""
+
+    postgres: PostgresServer
+    kafka: KafkaBroker
+    workdir: Path
+    name: str
+    running: list[RunningEngine] = field(default_factory=list)
+
+    def sql(self, *statements: str) -> None:
+        with psycopg.connect(self.postgres.dsn(), autocommit=True) as conn:
+            for statement in statements:
+                conn.execute(statement)  # type: ignore[call-overload]
+
+    def query(self, statement: str) -> list[tuple[Any, ...]]:
+        with psycopg.connect(self.postgres.dsn(), autocommit=True) as conn:
+            return conn.execute(statement).fetchall()  # type: ignore[call-overload]
+
+    def table(self, stem: str) -> str:
+        """A table name unique to this test."""
+        return f"{self.name}_{stem}"
+
+    def resource(self, tables: list[str], **config: Any) -> CdcConnector:
+        include = ",".join(f"public\\.{table}" for table in tables)
+        properties = {
+            "topic.prefix": self.name,
+            "slot.name": self.name,
+            "publication.name": self.name,
+            "publication.autocreate.mode": "filtered",
+            "table.include.list": include,
+            "offset.flush.interval.ms": 200,
+            "poll.interval.ms": 100,
+            **config,
+        }
+        return CdcConnector.model_validate(
+            {
+                "apiVersion": "cdcflow.io/v1alpha1",
+                "kind": "CdcConnector",
+                "metadata": {"name": self.name.replace("_", "-")},
+                "spec": {
+                    "source": {
+                        "postgresql": {
+                            "host": self.postgres.host,
+                            "port": self.postgres.port,
+                            "database": self.postgres.database,
+                        }
+                    },
+                    "kafka": {"bootstrapServers": self.kafka.bootstrap_servers},
+                    "config": properties,
+                },
+            }
+        )
+
+    def write_yaml(self, resource: CdcConnector) -> Path:
+        """The resource as the YAML file a user would pass to ``cdcflow capture -f``."""
+        path = self.workdir / "connector.yaml"
+        path.write_text(yaml.safe_dump(resource.model_dump(by_alias=True, exclude_none=True)))
+        return path
+
+    def cli_environment(self) -> dict[str, str]:
+        """Environment for a ``cdcflow capture`` subprocess logging in as the superuser."""
+        return {
+            **os.environ,
+            "CDCFLOW_DATABASE_USER": self.postgres.superuser,
+            "CDCFLOW_DATABASE_PASSWORD": self.postgres.superuser_password,
+        }
+
+    @property
+    def offsets_path(self) -> Path:
+        return self.workdir / "offsets.json"
+
+    def start(self, resource: CdcConnector, *, wait_for: str | None = "streaming") -> RunningEngine:
+        login = Login(self.postgres.superuser, self.postgres.superuser_password)
+        engine = build_engine(resource, login=login, offsets_path=self.offsets_path)
+        errors: list[BaseException] = []
+
+        def target() -> None:
+            try:
+                engine.run()
+            except BaseException as error:  # surfaced to the test by RunningEngine
+                errors.append(error)
+
+        thread = threading.Thread(target=target, daemon=True)
+        running = RunningEngine(engine, thread, errors)
+        self.running.append(running)
+        thread.start()
+        if wait_for:
+            running.wait_for_phase(wait_for)
+        return running
+
+    def events(self, topic_suffix: str, *, timeout: float = 30) -> list[Event]:
+        topic = f"{self.name}.{topic_suffix}"
+        messages = read_topic_to_end(self.kafka.bootstrap_servers, topic, timeout=timeout)
+        return [
+            Event(
+                key=orjson.loads(m.key()) if m.key() else None,
+                value=orjson.loads(m.value()) if m.value() else None,
+                headers=dict(m.headers() or []),
+            )
+            for m in messages
+        ]
+
+    def wait_for_events(
+        self, topic_suffix: str, predicate: Callable[[list[Event]], bool], timeout: float = 30
+    ) -> list[Event]:
+        """Read the topic until ``predicate`` holds on its events."""
+        deadline = time.monotonic() + timeout
+        events: list[Event] = []
+        while time.monotonic() < deadline:
+            try:
+                events = self.events(topic_suffix)
+            except LookupError:
+                events = []
+            if predicate(events):
+                return events
+            time.sleep(0.2)
+        raise AssertionError(f"condition not met on {topic_suffix}; got {len(events)} events")
+
+    def cleanup(self) -> None:
+        for running in self.running:
+            running.engine.stop.set()
+            running.thread.join(30)
+        self.sql(
+            f"SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
+            f"WHERE slot_name = '{self.name}' AND NOT active",
+            f"DROP PUBLICATION IF EXISTS {self.name}",
+        )
+
+
+@pytest.fixture
+def capture(
+    postgres_server: PostgresServer, kafka_broker: KafkaBroker, tmp_path: Path
+) -> Iterator[CaptureHarness]:
+    """A harness for one connector named after a fresh random id."""
+    harness = CaptureHarness(
+        postgres_server, kafka_broker, tmp_path, name=f"t{uuid.uuid4().hex[:10]}"
+    )
+    yield harness
+    harness.cleanup()
