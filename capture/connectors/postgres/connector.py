@@ -214,7 +214,11 @@ class PostgresConnector:
             raise RuntimeError("open_slot() first")
         reader = connect(self.endpoint, autocommit=False)
         try:
-            snapshotter.begin_snapshot(reader, exported_snapshot=self._slot.exported_snapshot)
+            snapshotter.begin_snapshot(
+                reader,
+                exported_snapshot=self._slot.exported_snapshot,
+                type_oids=self._catalog.type_oids(),
+            )
             for table in tables:
                 decoded = self._catalog.from_catalog(table)
                 if decoded is None:

@@ -4,18 +4,19 @@ When the replication slot was created just now, the transaction imports the snap
 exported (``SET TRANSACTION SNAPSHOT``), so the rows read are exactly the state at the slot's
 consistent point and streaming picks up with the first transaction after it: nothing missed,
 nothing doubled. Rows are fetched through a server-side cursor ``snapshot.fetch.size`` at a
-time and each column is read as text, the same form pgoutput sends, so one converter serves
-both paths.
+time and each column is loaded as the server's raw text, the same form pgoutput sends, so one
+converter serves both paths.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import psycopg
 from psycopg import sql
+from psycopg.types.string import TextLoader
 
 from cdcflow.capture.connectors.postgres.source import SourceBlock
 from cdcflow.capture.connectors.postgres.tables import DecodedTable
@@ -29,9 +30,18 @@ WHERE n.nspname = %s AND c.relname = %s
 
 
 def begin_snapshot(
-    conn: psycopg.Connection[tuple[Any, ...]], *, exported_snapshot: str | None
+    conn: psycopg.Connection[tuple[Any, ...]],
+    *,
+    exported_snapshot: str | None,
+    type_oids: Iterable[int],
 ) -> None:
-    """Open the read-only REPEATABLE READ transaction, on the exported snapshot if given."""
+    """Open the read-only REPEATABLE READ transaction, on the exported snapshot if given.
+
+    Every type is loaded as the raw text the server sent, which is byte for byte what pgoutput
+    sends; ``col::text`` would differ for bool, char(n) and inet.
+    """
+    for oid in type_oids:
+        conn.adapters.register_loader(oid, TextLoader)
     conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
     conn.read_only = True
     if exported_snapshot:
@@ -47,9 +57,9 @@ def estimate_rows(conn: psycopg.Connection[tuple[Any, ...]], table: TableId) -> 
 
 
 def select_statement(decoded: DecodedTable, override: str | None) -> sql.Composed:
-    """``SELECT col::text, …`` over the table, or over the user's override statement."""
+    """``SELECT col, …`` over the table, or over the user's override statement."""
     columns = sql.SQL(", ").join(
-        sql.SQL("{}::text").format(sql.Identifier(column.name)) for column in decoded.schema.columns
+        sql.Identifier(column.name) for column in decoded.schema.columns
     )
     if override:
         return sql.SQL("SELECT {} FROM ({}) AS snapshot_override").format(

@@ -83,6 +83,10 @@ class TableCatalog:
         rows = self._conn.execute(types.CATALOG_QUERY).fetchall()
         return types.TypeRegistry.from_rows(rows)
 
+    def type_oids(self) -> list[int]:
+        """Every type oid the server knows (for raw-text loaders on the snapshot connection)."""
+        return self._registry.oids()
+
     def relation_oid(self, table: TableId) -> tuple[int, str] | None:
         """The relation oid and replica identity of ``table``, or None if it does not exist."""
         row = self._conn.execute(RELATION_SQL, (table.schema, table.table)).fetchone()

@@ -140,6 +140,10 @@ class TypeRegistry:
     def __len__(self) -> int:
         return len(self._by_oid)
 
+    def oids(self) -> list[int]:
+        """Every known type oid."""
+        return list(self._by_oid)
+
     def get(self, oid: int) -> PgType | None:
         return self._by_oid.get(oid)
 
