@@ -283,6 +283,11 @@ def _sink(resource: CdcConnector, properties: ConnectorProperties, kind: SinkKin
     )
 
 
+def offset_store(resource: CdcConnector, path: Path | None = None) -> OffsetStore:
+    """The offset store ``resource`` names (file by default), for the engine and the CLI."""
+    return _offsets(resource, resource.properties(), path)
+
+
 def _offsets(
     resource: CdcConnector, properties: ConnectorProperties, path: Path | None
 ) -> OffsetStore:

@@ -6,7 +6,7 @@ from importlib import metadata
 
 import click
 
-from cdcflow.operator.cli import capture
+from cdcflow.operator.cli import capture, offsets
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -25,6 +25,7 @@ def version() -> None:
 
 
 cli.add_command(capture.capture)
+cli.add_command(offsets.offsets)
 
 
 def main() -> None:

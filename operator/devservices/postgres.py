@@ -17,7 +17,7 @@ import pwd
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -89,8 +89,11 @@ def os_user() -> str | None:
 
 
 @contextlib.contextmanager
-def running_postgres() -> Iterator[PostgresServer]:
+def running_postgres(settings: Mapping[str, str] | None = None) -> Iterator[PostgresServer]:
     """Initialise, start and finally stop and remove a PostgreSQL cluster in a temporary folder.
+
+    ``settings`` override postgresql.conf entries (e.g. ``{"wal_level": "replica"}`` to test
+    how the connector reports a server that is not set up for logical decoding).
 
     The folder is created here rather than taken from the caller because the server's OS user
     must be able to reach it, and pytest's temporary folders are private to root.
@@ -99,7 +102,7 @@ def running_postgres() -> Iterator[PostgresServer]:
     user = os_user()
     workdir = Path(tempfile.mkdtemp(prefix="cdcflow-postgres-"))
     data_dir, log = workdir / "data", workdir / "postgres.log"
-    _init_cluster(bindir=bindir, workdir=workdir, user=user)
+    _init_cluster(bindir=bindir, workdir=workdir, user=user, settings=settings or {})
     port = processes.free_port()
     process = processes.start_process(
         [
@@ -143,7 +146,9 @@ def running_postgres() -> Iterator[PostgresServer]:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _init_cluster(*, bindir: Path, workdir: Path, user: str | None) -> None:
+def _init_cluster(
+    *, bindir: Path, workdir: Path, user: str | None, settings: Mapping[str, str]
+) -> None:
     """Run initdb with the superuser password and write the replication-ready settings."""
     pwfile = workdir / "pwfile"
     pwfile.write_text(SUPERUSER_PASSWORD + "\n")
@@ -167,7 +172,7 @@ def _init_cluster(*, bindir: Path, workdir: Path, user: str | None) -> None:
         log=workdir / "initdb.log",
         user=user,
     )
-    settings = (
+    defaults = (
         "wal_level = logical\n"
         "max_replication_slots = 20\n"
         "max_wal_senders = 20\n"
@@ -177,7 +182,8 @@ def _init_cluster(*, bindir: Path, workdir: Path, user: str | None) -> None:
         "max_connections = 200\n"
     )
     with (workdir / "data" / "postgresql.conf").open("a") as conf:
-        conf.write(settings)
+        conf.write(defaults)
+        conf.writelines(f"{name} = '{value}'\n" for name, value in settings.items())
     with (workdir / "data" / "pg_hba.conf").open("a") as hba:
         hba.write("host replication all 127.0.0.1/32 scram-sha-256\n")
 

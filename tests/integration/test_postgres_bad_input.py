@@ -1,0 +1,119 @@
+"""Bad input gets a clear error, a non-zero exit and never an echoed password."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import psycopg
+import yaml
+
+from cdcflow.operator.devservices.postgres import PostgresServer
+from cdcflow.operator.devservices.processes import free_port
+
+SECRET = "s3cret-Do-Not-Print"
+
+
+def _connector_yaml(
+    tmp_path: Path, *, host: str, port: int, database: str, config: dict[str, object]
+) -> Path:
+    document = {
+        "apiVersion": "cdcflow.io/v1alpha1",
+        "kind": "CdcConnector",
+        "metadata": {"name": "bad-input"},
+        "spec": {
+            "source": {"postgresql": {"host": host, "port": port, "database": database}},
+            "kafka": {"bootstrapServers": "127.0.0.1:1"},
+            "config": {"slot.name": "bad_input", "publication.autocreate.mode": "disabled", **config},
+        },
+    }
+    path = tmp_path / "connector.yaml"
+    path.write_text(yaml.safe_dump(document))
+    return path
+
+
+def _capture(path: Path, *, user: str, password: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "CDCFLOW_DATABASE_USER": user, "CDCFLOW_DATABASE_PASSWORD": password}
+    return subprocess.run(
+        [
+            sys.executable, "-m", "cdcflow.operator.cli", "capture", "-f", str(path),
+            "--offsets-file", str(tmp_path / "offsets.json"), "--status-port", "-1",
+        ],
+        env=env, capture_output=True, text=True, timeout=120, check=False,
+    )
+
+
+def _assert_clean_failure(result: subprocess.CompletedProcess[str], *fragments: str) -> None:
+    output = result.stdout + result.stderr
+    assert result.returncode != 0
+    assert "Traceback" not in output, output
+    assert SECRET not in output
+    for fragment in fragments:
+        assert fragment in output, output
+
+
+def test_wrong_password_names_the_credentials_to_check(
+    postgres_server: PostgresServer, tmp_path: Path
+) -> None:
+    path = _connector_yaml(
+        tmp_path, host=postgres_server.host, port=postgres_server.port,
+        database=postgres_server.database, config={},
+    )
+    result = _capture(path, user="cdc", password=SECRET, tmp_path=tmp_path)
+    _assert_clean_failure(result, "password authentication failed", "CDCFLOW_DATABASE_PASSWORD")
+
+
+def test_missing_replication_privilege_names_the_alter_role_fix(
+    postgres_server: PostgresServer, tmp_path: Path
+) -> None:
+    with psycopg.connect(postgres_server.dsn(), autocommit=True) as conn:
+        conn.execute("DROP ROLE IF EXISTS reader")
+        conn.execute(f"CREATE ROLE reader LOGIN PASSWORD '{SECRET}'")
+    path = _connector_yaml(
+        tmp_path, host=postgres_server.host, port=postgres_server.port,
+        database=postgres_server.database, config={},
+    )
+    result = _capture(path, user="reader", password=SECRET, tmp_path=tmp_path)
+    _assert_clean_failure(result, "REPLICATION", "ALTER ROLE reader REPLICATION")
+
+
+def test_wal_level_replica_says_how_to_enable_logical_decoding(
+    postgres_without_logical_decoding: PostgresServer, tmp_path: Path
+) -> None:
+    server = postgres_without_logical_decoding
+    path = _connector_yaml(
+        tmp_path, host=server.host, port=server.port, database=server.database, config={}
+    )
+    result = _capture(path, user=server.superuser, password=server.superuser_password, tmp_path=tmp_path)
+    _assert_clean_failure(result, "wal_level=replica", "wal_level = logical")
+
+
+def test_unknown_property_is_rejected_with_a_suggestion(
+    postgres_server: PostgresServer, tmp_path: Path
+) -> None:
+    path = _connector_yaml(
+        tmp_path, host=postgres_server.host, port=postgres_server.port,
+        database=postgres_server.database, config={"snapshot.mod": "initial"},
+    )
+    result = _capture(path, user="cdc", password=SECRET, tmp_path=tmp_path)
+    _assert_clean_failure(result, "unknown connector property", "did you mean `snapshot.mode`?")
+
+
+def test_inline_password_in_config_is_refused(
+    postgres_server: PostgresServer, tmp_path: Path
+) -> None:
+    path = _connector_yaml(
+        tmp_path, host=postgres_server.host, port=postgres_server.port,
+        database=postgres_server.database, config={"database.password": SECRET},
+    )
+    result = _capture(path, user="cdc", password="x", tmp_path=tmp_path)
+    _assert_clean_failure(result, "must not appear in the configuration", "Secret")
+
+
+def test_unreachable_host_fails_fast_with_where_it_tried(tmp_path: Path) -> None:
+    port = free_port()
+    path = _connector_yaml(tmp_path, host="127.0.0.1", port=port, database="inventory", config={})
+    result = _capture(path, user="cdc", password=SECRET, tmp_path=tmp_path)
+    _assert_clean_failure(result, f"127.0.0.1:{port}", "cannot connect to PostgreSQL")
