@@ -117,6 +117,13 @@ class Engine:
 
     def run(self) -> None:
         """Run until stopped; retry retriable failures once the connector has come up."""
+        try:
+            self._run_with_retries()
+        finally:
+            self.sink.close()
+            self.offsets.close()
+
+    def _run_with_retries(self) -> None:
         attempt, came_up = 0, False
         wait = self.properties.retriable_restart_connector_wait_ms / 1000
         while not self.stop.is_set():

@@ -7,12 +7,12 @@ running connector is refused by convention, not enforced here: stop it first.
 from __future__ import annotations
 
 from pathlib import Path
-from cdcflow.capture.spi import OffsetStore
 
 import click
 import orjson
 
 from cdcflow.capture.config import ConfigError, load_connector
+from cdcflow.capture.spi import OffsetStore
 
 _FILE = click.option(
     "-f",

@@ -26,7 +26,11 @@ def _connector_yaml(
         "spec": {
             "source": {"postgresql": {"host": host, "port": port, "database": database}},
             "kafka": {"bootstrapServers": "127.0.0.1:1"},
-            "config": {"slot.name": "bad_input", "publication.autocreate.mode": "disabled", **config},
+            "config": {
+                "slot.name": "bad_input",
+                "publication.autocreate.mode": "disabled",
+                **config,
+            },
         },
     }
     path = tmp_path / "connector.yaml"
@@ -34,14 +38,28 @@ def _connector_yaml(
     return path
 
 
-def _capture(path: Path, *, user: str, password: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+def _capture(
+    path: Path, *, user: str, password: str, tmp_path: Path
+) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "CDCFLOW_DATABASE_USER": user, "CDCFLOW_DATABASE_PASSWORD": password}
     return subprocess.run(
         [
-            sys.executable, "-m", "cdcflow.operator.cli", "capture", "-f", str(path),
-            "--offsets-file", str(tmp_path / "offsets.json"), "--status-port", "-1",
+            sys.executable,
+            "-m",
+            "cdcflow.operator.cli",
+            "capture",
+            "-f",
+            str(path),
+            "--offsets-file",
+            str(tmp_path / "offsets.json"),
+            "--status-port",
+            "-1",
         ],
-        env=env, capture_output=True, text=True, timeout=120, check=False,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
 
 
@@ -58,8 +76,11 @@ def test_wrong_password_names_the_credentials_to_check(
     postgres_server: PostgresServer, tmp_path: Path
 ) -> None:
     path = _connector_yaml(
-        tmp_path, host=postgres_server.host, port=postgres_server.port,
-        database=postgres_server.database, config={},
+        tmp_path,
+        host=postgres_server.host,
+        port=postgres_server.port,
+        database=postgres_server.database,
+        config={},
     )
     result = _capture(path, user="cdc", password=SECRET, tmp_path=tmp_path)
     _assert_clean_failure(result, "password authentication failed", "CDCFLOW_DATABASE_PASSWORD")
@@ -72,8 +93,11 @@ def test_missing_replication_privilege_names_the_alter_role_fix(
         conn.execute("DROP ROLE IF EXISTS reader")
         conn.execute(f"CREATE ROLE reader LOGIN PASSWORD '{SECRET}'")
     path = _connector_yaml(
-        tmp_path, host=postgres_server.host, port=postgres_server.port,
-        database=postgres_server.database, config={},
+        tmp_path,
+        host=postgres_server.host,
+        port=postgres_server.port,
+        database=postgres_server.database,
+        config={},
     )
     result = _capture(path, user="reader", password=SECRET, tmp_path=tmp_path)
     _assert_clean_failure(result, "REPLICATION", "ALTER ROLE reader REPLICATION")
@@ -86,7 +110,9 @@ def test_wal_level_replica_says_how_to_enable_logical_decoding(
     path = _connector_yaml(
         tmp_path, host=server.host, port=server.port, database=server.database, config={}
     )
-    result = _capture(path, user=server.superuser, password=server.superuser_password, tmp_path=tmp_path)
+    result = _capture(
+        path, user=server.superuser, password=server.superuser_password, tmp_path=tmp_path
+    )
     _assert_clean_failure(result, "wal_level=replica", "wal_level = logical")
 
 
@@ -94,8 +120,11 @@ def test_unknown_property_is_rejected_with_a_suggestion(
     postgres_server: PostgresServer, tmp_path: Path
 ) -> None:
     path = _connector_yaml(
-        tmp_path, host=postgres_server.host, port=postgres_server.port,
-        database=postgres_server.database, config={"snapshot.mod": "initial"},
+        tmp_path,
+        host=postgres_server.host,
+        port=postgres_server.port,
+        database=postgres_server.database,
+        config={"snapshot.mod": "initial"},
     )
     result = _capture(path, user="cdc", password=SECRET, tmp_path=tmp_path)
     _assert_clean_failure(result, "unknown connector property", "did you mean `snapshot.mode`?")
@@ -105,8 +134,11 @@ def test_inline_password_in_config_is_refused(
     postgres_server: PostgresServer, tmp_path: Path
 ) -> None:
     path = _connector_yaml(
-        tmp_path, host=postgres_server.host, port=postgres_server.port,
-        database=postgres_server.database, config={"database.password": SECRET},
+        tmp_path,
+        host=postgres_server.host,
+        port=postgres_server.port,
+        database=postgres_server.database,
+        config={"database.password": SECRET},
     )
     result = _capture(path, user="cdc", password="x", tmp_path=tmp_path)
     _assert_clean_failure(result, "must not appear in the configuration", "Secret")

@@ -59,7 +59,7 @@ def test_snapshot_then_stream_emits_debezium_envelopes(capture: CaptureHarness) 
     assert source["name"] == capture.name
     assert (source["db"], source["schema"], source["table"]) == ("inventory", "public", table)
     assert isinstance(source["lsn"], int) and isinstance(source["txId"], int)
-    last_commit, lsn = orjson.loads(source["sequence"])
+    _last_commit, lsn = orjson.loads(source["sequence"])
     assert lsn == str(source["lsn"])
     update, delete, tombstone = events[3], events[4], events[5]
     assert update.payload["after"]["email"] == "b@x"

@@ -58,9 +58,7 @@ def estimate_rows(conn: psycopg.Connection[tuple[Any, ...]], table: TableId) -> 
 
 def select_statement(decoded: DecodedTable, override: str | None) -> sql.Composed:
     """``SELECT col, …`` over the table, or over the user's override statement."""
-    columns = sql.SQL(", ").join(
-        sql.Identifier(column.name) for column in decoded.schema.columns
-    )
+    columns = sql.SQL(", ").join(sql.Identifier(column.name) for column in decoded.schema.columns)
     if override:
         return sql.SQL("SELECT {} FROM ({}) AS snapshot_override").format(
             columns,
