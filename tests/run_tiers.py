@@ -3,8 +3,8 @@
 ``python -m tests.run_tiers`` runs everything (the README's test command calls it through
 ``make test``); ``python -m tests.run_tiers unit integration`` runs the named phases only.
 Every phase runs even when an earlier one failed, so one run reports every problem; the exit
-code is non-zero when any phase failed. A tier with no tests counts as a failure, because a
-suite that silently collects nothing proves nothing.
+code is non-zero when any phase failed. A tier folder without test files says so and is
+skipped (the e2e tier arrives with the operator); a tier whose files collect nothing fails.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 PACKAGES = ["capture", "operator", "sparkapps"]
+TIERS = ("unit", "integration", "e2e")
 CODE = [*PACKAGES, "tests", "bench"]
 
 
@@ -50,6 +51,10 @@ PHASES = {
 
 def run_phase(phase: Phase) -> bool:
     """Run every command of a phase; True when all of them succeeded."""
+    folder = Path("tests") / phase.name
+    if phase.name in TIERS and not any(folder.glob("test_*.py")):
+        print(f"\n==> [{phase.name}] no test files in {folder} yet; nothing to run", flush=True)
+        return True
     ok = True
     for command in phase.commands:
         print(f"\n==> [{phase.name}] {' '.join(command)}", flush=True)
