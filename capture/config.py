@@ -214,7 +214,24 @@ def parse_properties(raw: Mapping[str, Any]) -> ConnectorProperties:
         properties = ConnectorProperties.model_validate({**values, "statement_overrides": {}})
     except ValidationError as error:
         raise ConfigError(_explain(error)) from None
-    return properties.model_copy(update={"statement_overrides": overrides})
+    return properties.model_copy(update={"statement_overrides": _listed(properties, overrides)})
+
+
+def _listed(properties: ConnectorProperties, overrides: Mapping[str, str]) -> dict[str, str]:
+    """The override statements of the tables ``snapshot.select.statement.overrides`` lists.
+
+    Debezium reads a companion property only for a listed table, so an unlisted one is
+    ignored (with a warning here, as it is most likely a mistake).
+    """
+    listed = set(properties.snapshot_select_statement_overrides)
+    for table in sorted(set(overrides) - listed):
+        log.warning(
+            "%s%s is ignored: add %s to snapshot.select.statement.overrides to use it",
+            OVERRIDES_PREFIX,
+            table,
+            table,
+        )
+    return {table: statement for table, statement in overrides.items() if table in listed}
 
 
 def _reject_unknown(values: Mapping[str, Any]) -> None:

@@ -1,0 +1,134 @@
+"""Connector configuration takes Debezium's property names and explains every mistake."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+import yaml
+
+from cdcflow.capture.config import ConfigError, load_connector, parse_properties
+
+
+def test_defaults_match_debezium() -> None:
+    properties = parse_properties({"topic.prefix": "shop"})
+    assert properties.slot_name == "debezium"
+    assert properties.publication_name == "dbz_publication"
+    assert properties.snapshot_mode == "initial"
+    assert properties.tombstones_on_delete is True
+    assert properties.unavailable_value_placeholder == "__debezium_unavailable_value"
+    assert properties.incremental_snapshot_chunk_size == 1024
+    assert properties.skipped == frozenset({"t"})
+
+
+def test_comma_separated_lists_and_yaml_lists_are_both_accepted() -> None:
+    text = parse_properties({"topic.prefix": "s", "table.include.list": "public.a, public.b"})
+    listed = parse_properties({"topic.prefix": "s", "table.include.list": ["public.a", "public.b"]})
+    assert text.table_include_list == listed.table_include_list == ("public.a", "public.b")
+
+
+def test_string_values_are_coerced_like_kafka_connect_properties() -> None:
+    properties = parse_properties(
+        {"topic.prefix": "s", "tombstones.on.delete": "false", "snapshot.fetch.size": "100"}
+    )
+    assert properties.tombstones_on_delete is False
+    assert properties.snapshot_fetch_size == 100
+
+
+def test_unknown_property_lists_a_suggestion_and_the_valid_names() -> None:
+    with pytest.raises(ConfigError) as error:
+        parse_properties({"topic.prefix": "s", "slot.nmae": "x"})
+    message = str(error.value)
+    assert "`slot.nmae` (did you mean `slot.name`?)" in message
+    assert "snapshot.mode" in message
+
+
+def test_invalid_enum_value_names_the_allowed_values() -> None:
+    with pytest.raises(ConfigError, match="snapshot.mode.*'initial', 'always'"):
+        parse_properties({"topic.prefix": "s", "snapshot.mode": "sometimes"})
+
+
+def test_include_and_exclude_lists_are_mutually_exclusive() -> None:
+    with pytest.raises(ConfigError, match="mutually exclusive"):
+        parse_properties(
+            {"topic.prefix": "s", "table.include.list": "a", "table.exclude.list": "b"}
+        )
+
+
+@pytest.mark.parametrize("secret", ["database.password", "database.user"])
+def test_credentials_are_refused_in_the_configuration(secret: str) -> None:
+    with pytest.raises(ConfigError, match="credentials come from a Secret"):
+        parse_properties({"topic.prefix": "s", secret: "hunter2"})
+
+
+def test_deprecated_1x_names_still_work_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING):
+        properties = parse_properties({"database.server.name": "legacy"})
+    assert properties.topic_prefix == "legacy"
+    assert "database.server.name is deprecated; use topic.prefix" in caplog.text
+
+
+def test_truncate_handling_mode_include_unskips_truncate() -> None:
+    properties = parse_properties({"topic.prefix": "s", "truncate.handling.mode": "include"})
+    assert "t" not in properties.skipped
+
+
+def test_per_table_snapshot_overrides_are_collected() -> None:
+    properties = parse_properties(
+        {
+            "topic.prefix": "s",
+            "snapshot.select.statement.overrides": "public.orders",
+            "snapshot.select.statement.overrides.public.orders": "SELECT * FROM orders WHERE NOT deleted",
+        }
+    )
+    assert properties.statement_overrides == {
+        "public.orders": "SELECT * FROM orders WHERE NOT deleted"
+    }
+
+
+def _write(tmp_path: Path, document: object) -> Path:
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(document))
+    return path
+
+
+def test_topic_prefix_defaults_to_the_resource_name(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path,
+        {
+            "apiVersion": "cdcflow.io/v1alpha1",
+            "kind": "CdcConnector",
+            "metadata": {"name": "orders"},
+            "spec": {"source": {"postgresql": {"host": "db", "database": "shop"}}},
+        },
+    )
+    assert load_connector(path).properties().topic_prefix == "orders"
+
+
+def test_a_resource_of_another_kind_is_rejected_by_name(tmp_path: Path) -> None:
+    path = _write(tmp_path, {"kind": "KafkaConnector", "metadata": {"name": "x"}})
+    with pytest.raises(ConfigError, match="not a CdcConnector"):
+        load_connector(path)
+
+
+def test_a_source_is_required(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path,
+        {"kind": "CdcConnector", "metadata": {"name": "x"}, "spec": {"source": {}}},
+    )
+    with pytest.raises(ConfigError, match="exactly one of: postgresql"):
+        load_connector(path)
+
+
+def test_a_misspelled_spec_field_is_rejected(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path,
+        {
+            "kind": "CdcConnector",
+            "metadata": {"name": "x"},
+            "spec": {"source": {"postgresql": {"host": "db", "database": "d"}}, "kafak": {}},
+        },
+    )
+    with pytest.raises(ConfigError, match="spec.kafak: Extra inputs are not permitted"):
+        load_connector(path)

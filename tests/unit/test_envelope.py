@@ -1,0 +1,134 @@
+"""Records follow Debezium's event contract byte for byte where consumers look."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from cdcflow.capture.envelope import Framing, SideRecords, TableSerializer
+from cdcflow.capture.spi import Column, Op, RowChange, TableId, TableSchema
+from cdcflow.capture.topics import TopicNames
+
+TOPICS = TopicNames(
+    prefix="shop",
+    delimiter=".",
+    transaction_suffix="transaction",
+    heartbeat_prefix="__debezium-heartbeat",
+)
+SOURCE_SCHEMA = {"type": "struct", "optional": False, "name": "test.Source", "fields": []}
+TABLE = TableSchema(
+    TableId("public", "orders"),
+    (
+        Column("id", "int4", {"type": "int32", "optional": False}, int, optional=False),
+        Column("note", "text", {"type": "string", "optional": True}, str),
+        Column("secret", "text", {"type": "string", "optional": True}, str),
+    ),
+    ("id",),
+)
+
+
+def _serializer(
+    *, schemas: bool = True, columns: tuple[str, ...] = ("id", "note", "secret")
+) -> TableSerializer:
+    framing = Framing(
+        topics=TOPICS, source_schema=SOURCE_SCHEMA, key_schemas=schemas, value_schemas=schemas
+    )
+    return TableSerializer(TABLE, framing=framing, value_columns=columns)
+
+
+def _change(op: Op, before: tuple[Any, ...] | None, after: tuple[Any, ...] | None) -> RowChange:
+    return RowChange(TABLE, op, before, after, {"ts_ms": 1})
+
+
+def test_value_is_exactly_schema_and_payload_with_an_envelope_schema_name() -> None:
+    [record] = _serializer().records(_change(Op.CREATE, None, (1, "n", "s")), tombstones=True)
+    value = orjson.loads(record.value or b"")
+    assert set(value) == {"schema", "payload"}
+    assert value["schema"]["name"] == "shop.public.orders.Envelope"
+    assert [f["name"] for f in value["schema"]["fields"][:2]] == ["shop.public.orders.Value"] * 2
+    assert value["payload"]["after"] == {"id": 1, "note": "n", "secret": "s"}
+    assert value["payload"]["op"] == "c"
+    assert record.topic == "shop.public.orders"
+
+
+def test_key_is_the_primary_key_struct() -> None:
+    [record] = _serializer().records(_change(Op.CREATE, None, (1, "n", "s")), tombstones=True)
+    key = orjson.loads(record.key or b"")
+    assert key["schema"]["name"] == "shop.public.orders.Key"
+    assert key["payload"] == {"id": 1}
+
+
+def test_schemaless_mode_writes_the_bare_payload() -> None:
+    [record] = _serializer(schemas=False).records(
+        _change(Op.READ, None, (1, None, None)), tombstones=True
+    )
+    assert orjson.loads(record.key or b"") == {"id": 1}
+    assert orjson.loads(record.value or b"")["op"] == "r"
+
+
+def test_delete_is_followed_by_a_tombstone_unless_disabled() -> None:
+    change = _change(Op.DELETE, (1, None, None), None)
+    with_tombstone = _serializer().records(change, tombstones=True)
+    without = _serializer().records(change, tombstones=False)
+    assert [r.value is None for r in with_tombstone] == [False, True]
+    assert with_tombstone[0].key == with_tombstone[1].key
+    assert len(without) == 1
+
+
+def test_key_change_becomes_delete_tombstone_create_with_key_headers() -> None:
+    change = _change(Op.UPDATE, (1, None, None), (2, "n", None))
+    delete, tombstone, create = _serializer(schemas=False).records(change, tombstones=True)
+    assert orjson.loads(delete.value or b"")["op"] == "d"
+    assert orjson.loads(delete.value or b"")["after"] is None
+    assert tombstone.value is None
+    assert orjson.loads(create.value or b"")["op"] == "c"
+    assert orjson.loads(create.value or b"")["before"] is None
+    assert dict(delete.headers)["__debezium.newkey"] == b'{"id":2}'
+    assert dict(create.headers)["__debezium.oldkey"] == b'{"id":1}'
+
+
+def test_excluded_columns_leave_values_and_schema() -> None:
+    [record] = _serializer(columns=("id", "note")).records(
+        _change(Op.CREATE, None, (1, "n", "s")), tombstones=True
+    )
+    value = orjson.loads(record.value or b"")
+    assert value["payload"]["after"] == {"id": 1, "note": "n"}
+    assert [f["field"] for f in value["schema"]["fields"][1]["fields"]] == ["id", "note"]
+
+
+def test_transaction_block_is_carried_in_the_payload() -> None:
+    block = {"id": "7:100", "total_order": 2, "data_collection_order": 1}
+    [record] = _serializer().records(
+        _change(Op.CREATE, None, (1, None, None)), tombstones=True, transaction=block
+    )
+    assert orjson.loads(record.value or b"")["payload"]["transaction"] == block
+
+
+def test_transaction_end_counts_events_per_collection() -> None:
+    side = SideRecords(
+        Framing(topics=TOPICS, source_schema=SOURCE_SCHEMA, value_schemas=False, key_schemas=False)
+    )
+    record = side.transaction(
+        status="END", tx_id="7:100", counts={"public.a": 2, "public.b": 1}, ts_ms=5
+    )
+    assert record.topic == "shop.transaction"
+    assert orjson.loads(record.value or b"") == {
+        "status": "END",
+        "id": "7:100",
+        "event_count": 3,
+        "data_collections": [
+            {"data_collection": "public.a", "event_count": 2},
+            {"data_collection": "public.b", "event_count": 1},
+        ],
+        "ts_ms": 5,
+    }
+
+
+def test_heartbeat_goes_to_the_prefixed_topic_keyed_by_server_name() -> None:
+    side = SideRecords(
+        Framing(topics=TOPICS, source_schema=SOURCE_SCHEMA, value_schemas=False, key_schemas=False)
+    )
+    record = side.heartbeat()
+    assert record.topic == "__debezium-heartbeat.shop"
+    assert orjson.loads(record.key or b"") == {"serverName": "shop"}
