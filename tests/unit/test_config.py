@@ -45,7 +45,7 @@ def test_unknown_property_lists_a_suggestion_and_the_valid_names() -> None:
 
 
 def test_invalid_enum_value_names_the_allowed_values() -> None:
-    with pytest.raises(ConfigError, match="snapshot.mode.*'initial', 'always'"):
+    with pytest.raises(ConfigError, match=r"snapshot\.mode.*'initial', 'always'"):
         parse_properties({"topic.prefix": "s", "snapshot.mode": "sometimes"})
 
 
@@ -130,5 +130,5 @@ def test_a_misspelled_spec_field_is_rejected(tmp_path: Path) -> None:
             "spec": {"source": {"postgresql": {"host": "db", "database": "d"}}, "kafak": {}},
         },
     )
-    with pytest.raises(ConfigError, match="spec.kafak: Extra inputs are not permitted"):
+    with pytest.raises(ConfigError, match=r"spec\.kafak: Extra inputs are not permitted"):
         load_connector(path)
