@@ -74,17 +74,18 @@ def test_truncate_handling_mode_include_unskips_truncate() -> None:
     assert "t" not in properties.skipped
 
 
+QUERY = "SELECT * FROM orders WHERE NOT deleted"
+
+
 def test_per_table_snapshot_overrides_are_collected() -> None:
     properties = parse_properties(
         {
             "topic.prefix": "s",
             "snapshot.select.statement.overrides": "public.orders",
-            "snapshot.select.statement.overrides.public.orders": "SELECT * FROM orders WHERE NOT deleted",
+            "snapshot.select.statement.overrides.public.orders": QUERY,
         }
     )
-    assert properties.statement_overrides == {
-        "public.orders": "SELECT * FROM orders WHERE NOT deleted"
-    }
+    assert properties.statement_overrides == {"public.orders": QUERY}
 
 
 def _write(tmp_path: Path, document: object) -> Path:
