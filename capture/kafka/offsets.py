@@ -6,6 +6,7 @@ value is a reset); ``save`` produces the new value and waits for the acknowledge
 
 from __future__ import annotations
 
+import logging
 import uuid
 from typing import Any
 
@@ -18,6 +19,7 @@ from cdcflow.capture.offsets import partition_key
 from cdcflow.capture.spi import Offset
 
 READ_TIMEOUT_S = 30.0
+log = logging.getLogger(__name__)
 
 
 class KafkaOffsetStore:
@@ -27,13 +29,17 @@ class KafkaOffsetStore:
         self._bootstrap = bootstrap_servers
         self.topic = topic
         self._key = orjson.dumps(partition_key(connector, server))
-        self._producer = Producer(
-            {"bootstrap.servers": bootstrap_servers, "enable.idempotence": True, "acks": "all"}
-        )
+        config: dict[str, Any] = {
+            "bootstrap.servers": bootstrap_servers,
+            "enable.idempotence": True,
+            "acks": "all",
+            "logger": log,
+        }
+        self._producer = Producer(config)
         self._ensure_topic()
 
     def _ensure_topic(self) -> None:
-        admin = AdminClient({"bootstrap.servers": self._bootstrap})
+        admin = AdminClient({"bootstrap.servers": self._bootstrap, "logger": log})
         if self.topic in admin.list_topics(timeout=30).topics:
             return
         config = {"cleanup.policy": "compact"}
@@ -90,3 +96,4 @@ class KafkaOffsetStore:
 
     def close(self) -> None:
         self._producer.flush(READ_TIMEOUT_S)
+        self._producer.close()

@@ -1,0 +1,128 @@
+"""Operating a connector: observability endpoints, reconnects, and offsets kept in Kafka."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+
+from cdcflow.capture.kafka.offsets import KafkaOffsetStore
+from cdcflow.capture.spi import Offset
+from cdcflow.capture.status_server import StatusServer
+from cdcflow.operator.devservices.kafka import KafkaBroker
+from tests.plugins.fix_capture import CaptureHarness
+
+
+def _get(port: int, path: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as reply:
+            return reply.status, reply.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
+
+
+def test_status_metrics_and_probes_describe_a_streaming_connector(capture: CaptureHarness) -> None:
+    table = capture.table("observed")
+    capture.sql(
+        f"CREATE TABLE {table} (id int PRIMARY KEY)", f"INSERT INTO {table} VALUES (1), (2)"
+    )
+    running = capture.start(capture.resource([table]))
+    server = StatusServer(running.engine.stats, host="127.0.0.1", port=0)
+    try:
+        capture.sql(f"INSERT INTO {table} VALUES (3)")
+        capture.wait_for_events(f"public.{table}", lambda ev: len(ev) >= 3)
+        deadline = time.monotonic() + 10
+        while running.engine.stats.offsets_committed < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        ready, _ = _get(server.port, "/readyz")
+        healthy, _ = _get(server.port, "/healthz")
+        _, status_text = _get(server.port, "/status")
+        _, metrics = _get(server.port, "/metrics")
+    finally:
+        server.close()
+        running.stop()
+
+    status = json.loads(status_text)
+    assert (ready, healthy) == (200, 200)
+    assert status["phase"] == "streaming" and status["connected"] is True
+    assert status["snapshot"]["completed"] is True
+    assert status["snapshot"]["tables"][f"public.{table}"]["rowsScanned"] == 2
+    assert status["streaming"]["totalEventsSeen"] == 3
+    assert status["offset"]["lsn"] > 0
+    assert f"{capture.name}.public.{table}" in status["topics"]
+    assert f'cdcflow_total_number_of_events_seen_total{{server="{capture.name}"}} 3.0' in metrics
+    assert f'cdcflow_rows_scanned{{server="{capture.name}",table="public.{table}"}} 2.0' in metrics
+    assert f'cdcflow_snapshot_completed{{server="{capture.name}"}} 1.0' in metrics
+
+
+def test_a_dropped_replication_connection_reconnects_and_loses_nothing(
+    capture: CaptureHarness,
+) -> None:
+    table = capture.table("reconnect")
+    capture.sql(f"CREATE TABLE {table} (id int PRIMARY KEY)")
+    resource = capture.resource([table], **{"retriable.restart.connector.wait.ms": 100})
+    running = capture.start(resource)
+    capture.sql(f"INSERT INTO {table} SELECT g FROM generate_series(1, 100) g")
+    capture.wait_for_events(f"public.{table}", lambda ev: len(ev) >= 100)
+    capture.sql(
+        "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots "
+        f"WHERE slot_name = '{capture.name}'"
+    )
+    capture.sql(f"INSERT INTO {table} SELECT g FROM generate_series(101, 200) g")
+    events = capture.wait_for_events(
+        f"public.{table}", lambda ev: {e.key["payload"]["id"] for e in ev} >= set(range(1, 201))
+    )
+    running.stop()
+
+    assert "replication" in running.engine.stats.last_error
+    assert {e.op for e in events} == {"c"}
+
+
+def test_kafka_offset_store_keeps_the_latest_value_per_connector(kafka_broker: KafkaBroker) -> None:
+    def store(connector: str) -> KafkaOffsetStore:
+        return KafkaOffsetStore(
+            bootstrap_servers=kafka_broker.bootstrap_servers,
+            topic="cdcflow-test-offsets",
+            connector=connector,
+            server="shop",
+        )
+
+    def load(connector: str) -> Offset | None:
+        reader = store(connector)
+        try:
+            return reader.load()
+        finally:
+            reader.close()
+
+    first, other = store("orders"), store("customers")
+    try:
+        first.save(Offset({"lsn": 10}))
+        other.save(Offset({"lsn": 99}))
+        first.save(Offset({"lsn": 20}))
+        assert load("orders") == Offset({"lsn": 20})
+        assert load("customers") == Offset({"lsn": 99})
+        first.reset()
+        assert load("orders") is None
+        assert load("customers") == Offset({"lsn": 99})
+    finally:
+        first.close()
+        other.close()
+
+
+def test_engine_resumes_from_offsets_kept_in_kafka(capture: CaptureHarness) -> None:
+    table = capture.table("kafka_offsets")
+    capture.sql(f"CREATE TABLE {table} (id int PRIMARY KEY)", f"INSERT INTO {table} VALUES (1)")
+    resource = capture.resource([table]).model_copy(deep=True)
+    resource.spec.offsets.store = "kafka"
+    first = capture.start(resource)
+    capture.sql(f"INSERT INTO {table} VALUES (2)")
+    capture.wait_for_events(f"public.{table}", lambda ev: len(ev) >= 2)
+    first.stop()
+    second = capture.start(resource)
+    capture.sql(f"INSERT INTO {table} VALUES (3)")
+    events = capture.wait_for_events(f"public.{table}", lambda ev: len(ev) >= 3)
+    second.stop()
+
+    assert [(e.op, e.key["payload"]["id"]) for e in events] == [("r", 1), ("c", 2), ("c", 3)]
+    assert not capture.offsets_path.exists()
