@@ -168,10 +168,11 @@ class ConnectorProperties(BaseModel):
 
     @model_validator(mode="after")
     def _exclusive_lists(self) -> ConnectorProperties:
-        for kind in ("schema", "table", "column"):
+        for kind in ("schema", "table", "column", "message_prefix"):
             if getattr(self, f"{kind}_include_list") and getattr(self, f"{kind}_exclude_list"):
+                name = kind.replace("_", ".")
                 raise ValueError(
-                    f"{kind}.include.list and {kind}.exclude.list are mutually exclusive; "
+                    f"{name}.include.list and {name}.exclude.list are mutually exclusive; "
                     "keep one of them"
                 )
         return self

@@ -151,6 +151,7 @@ class Engine:
     def _run_once(self) -> None:
         pipeline = self._pipeline()
         connector, properties, stats = self.connector, self.properties, self.stats
+        finished = False
         try:
             offset = self.offsets.load()
             stats.captured_tables = [str(t) for t in connector.prepare()]
@@ -159,19 +160,25 @@ class Engine:
             do_snapshot = snapshots.should_snapshot(
                 mode, offset, position_available=connector.position_available(offset)
             )
-            connector.open_slot(for_snapshot=do_snapshot, offset=None if do_snapshot else offset)
+            streams = snapshots.streams_after_snapshot(mode)
+            if streams:  # initial_only opens no slot, as Debezium: it would hold WAL for nobody
+                connector.open_slot(
+                    for_snapshot=do_snapshot, offset=None if do_snapshot else offset
+                )
             if do_snapshot:
                 offset = self._snapshot(pipeline)
-            if not snapshots.streams_after_snapshot(mode) and not self.stop.is_set():
+            if not streams:
                 log.info("snapshot.mode=%s: snapshot complete, not streaming", mode)
                 stats.phase = "stopped"
+                finished = True
                 return
             source = connector.streaming(offset)
             log.info("streaming changes from slot %s", properties.slot_name)
             pipeline.stream(source)
             stats.phase = "stopped"
+            finished = True
         finally:
-            connector.close()
+            connector.close(stopping=finished)
 
     def _snapshot(self, pipeline: Pipeline) -> Offset | None:
         tables = self.connector.snapshot_tables()

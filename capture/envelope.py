@@ -41,7 +41,7 @@ def _int64(name: str, *, optional: bool = True) -> ConnectSchema:
     return {"type": "int64", "optional": optional, "field": name}
 
 
-def _frame(schema: Mapping[str, Any] | None) -> tuple[bytes, bytes]:
+def frame(schema: Mapping[str, Any] | None) -> tuple[bytes, bytes]:
     """The bytes before and after a payload: the schema frame, or nothing when schemaless."""
     if schema is None:
         return b"", b""
@@ -73,8 +73,8 @@ class TableSerializer:
         self._key_indexes = table.key_indexes()
         self._key_names = table.key_columns
         key_schema, value_schema = self._schemas(framing, value_columns)
-        self._key_head, self._key_tail = _frame(key_schema if framing.key_schemas else None)
-        self._value_head, self._value_tail = _frame(value_schema if framing.value_schemas else None)
+        self._key_head, self._key_tail = frame(key_schema if framing.key_schemas else None)
+        self._value_head, self._value_tail = frame(value_schema if framing.value_schemas else None)
 
     def _schemas(
         self, framing: Framing, value_columns: Sequence[str]
@@ -257,10 +257,10 @@ class SideRecords:
             "name": "io.debezium.connector.common.Heartbeat",
             "fields": [_int64("ts_ms", optional=False)],
         }
-        self._tx_key = _frame(tx_key if framing.key_schemas else None)
-        self._tx_value = _frame(tx_value if framing.value_schemas else None)
-        self._beat_key = _frame(beat_key if framing.key_schemas else None)
-        self._beat_value = _frame(beat_value if framing.value_schemas else None)
+        self._tx_key = frame(tx_key if framing.key_schemas else None)
+        self._tx_value = frame(tx_value if framing.value_schemas else None)
+        self._beat_key = frame(beat_key if framing.key_schemas else None)
+        self._beat_value = frame(beat_value if framing.value_schemas else None)
 
     def transaction(
         self, *, status: str, tx_id: str, counts: Mapping[str, int] | None, ts_ms: int

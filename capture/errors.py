@@ -16,3 +16,8 @@ class FatalError(CaptureError):
 
 class RetriableError(CaptureError):
     """A transient failure (connection lost, timeout); restart from the last durable offset."""
+
+
+class SnapshotQueryError(CaptureError):
+    """A snapshot query failed (e.g. a bad additional condition); the snapshot of that table
+    is abandoned and reported, streaming continues."""

@@ -35,6 +35,8 @@ class Filters:
     column_include: tuple[re.Pattern[str], ...]
     column_exclude: tuple[re.Pattern[str], ...]
     snapshot_include: tuple[re.Pattern[str], ...]
+    message_prefix_include: tuple[re.Pattern[str], ...]
+    message_prefix_exclude: tuple[re.Pattern[str], ...]
     key_overrides: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...]
     signal_table: str
 
@@ -48,6 +50,8 @@ class Filters:
             column_include=_compile(properties.column_include_list),
             column_exclude=_compile(properties.column_exclude_list),
             snapshot_include=_compile(properties.snapshot_include_collection_list),
+            message_prefix_include=_compile(properties.message_prefix_include_list),
+            message_prefix_exclude=_compile(properties.message_prefix_exclude_list),
             key_overrides=parse_key_columns(properties.message_key_columns),
             signal_table=properties.signal_data_collection,
         )
@@ -81,6 +85,12 @@ class Filters:
         if self.column_include:
             return _matches(self.column_include, name)
         return not _matches(self.column_exclude, name)
+
+    def keeps_message(self, prefix: str) -> bool:
+        """Whether a logical decoding message with ``prefix`` is emitted."""
+        if self.message_prefix_include:
+            return _matches(self.message_prefix_include, prefix)
+        return not _matches(self.message_prefix_exclude, prefix)
 
     def key_columns(self, table: TableId, default: tuple[str, ...]) -> tuple[str, ...]:
         """``message.key.columns`` for ``table`` if one matches, else the primary key."""

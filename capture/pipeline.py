@@ -144,6 +144,10 @@ class Dispatcher:
             self._stats.saw_event(event.source["ts_ms"])
 
     def message(self, event: LogMessage, record_for: Callable[[LogMessage], Any]) -> None:
+        """Emit a logical decoding message unless its prefix is filtered out."""
+        if not self._filters.keeps_message(event.prefix):
+            self._stats.events_filtered += 1
+            return
         self._sink.write(record_for(event))
         self._stats.saw_event(event.source["ts_ms"])
 

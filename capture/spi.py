@@ -190,3 +190,50 @@ class OffsetStore(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkRow:
+    """A row read by an incremental snapshot chunk: key as text (for the next query) and values."""
+
+    key: tuple[str | None, ...]
+    values: tuple[Any, ...]
+
+
+class ChunkSource(Protocol):
+    """What a connector offers for incremental and blocking snapshots."""
+
+    def matching_tables(self, patterns: tuple[str, ...]) -> list[TableId]:
+        """Captured tables whose ``schema.table`` fully matches one of the regexes."""
+        ...
+
+    def snapshot_schema(self, table: TableId) -> TableSchema | None:
+        """The current schema of ``table`` (None if it does not exist)."""
+        ...
+
+    def max_key(
+        self, table: TableSchema, *, key: tuple[str, ...], condition: str | None
+    ) -> tuple[str | None, ...] | None:
+        """The largest key (as text) of the rows to snapshot, or None for an empty table."""
+        ...
+
+    def read_chunk(
+        self,
+        table: TableSchema,
+        *,
+        key: tuple[str, ...],
+        after: tuple[str | None, ...] | None,
+        up_to: tuple[str | None, ...],
+        condition: str | None,
+        limit: int,
+    ) -> list[ChunkRow]:
+        """Rows with ``after < key <= up_to`` in key order, at most ``limit``."""
+        ...
+
+    def write_signal(self, *, signal_id: str, signal_type: str, data: str) -> None:
+        """Insert a row into the signal table (watermarks), committed at once."""
+        ...
+
+    def delete_signal(self, *, signal_id: str) -> None:
+        """Delete a row of the signal table, committed at once."""
+        ...

@@ -39,7 +39,8 @@ class KafkaOffsetStore:
         self._ensure_topic()
 
     def _ensure_topic(self) -> None:
-        admin = AdminClient({"bootstrap.servers": self._bootstrap, "logger": log})
+        admin_config: dict[str, Any] = {"bootstrap.servers": self._bootstrap, "logger": log}
+        admin = AdminClient(admin_config)
         if self.topic in admin.list_topics(timeout=30).topics:
             return
         config = {"cleanup.policy": "compact"}

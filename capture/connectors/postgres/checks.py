@@ -76,9 +76,10 @@ def warn_missing_identity(
     for table in tables:
         if conn.execute(NO_IDENTITY_SQL, (_regclass(table),)).fetchone():
             log.warning(
-                "table %s has no primary key and no replica identity: PostgreSQL will refuse "
-                "UPDATE and DELETE on it while it is published, and cdcflow can only capture "
-                "inserts. Add a primary key or run `ALTER TABLE %s REPLICA IDENTITY FULL;`.",
+                "table %s has no replica identity (REPLICA IDENTITY NOTHING, or DEFAULT "
+                "without a primary key): PostgreSQL will refuse UPDATE and DELETE on it while "
+                "it is published, and cdcflow can only capture inserts. Give it a primary key "
+                "with REPLICA IDENTITY DEFAULT, or run `ALTER TABLE %s REPLICA IDENTITY FULL;`.",
                 table,
                 table,
             )

@@ -8,8 +8,10 @@ is what makes the snapshot and the stream meet exactly at the slot's consistent 
 
 from __future__ import annotations
 
+import base64
 import logging
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +25,7 @@ from cdcflow.capture.connectors.postgres.connection import Endpoint, connect, co
 from cdcflow.capture.connectors.postgres.replication import ReplicationStream
 from cdcflow.capture.connectors.postgres.source import PostgresStream, SourceBlock, lsn_offset
 from cdcflow.capture.connectors.postgres.tables import TableCatalog
+from cdcflow.capture.envelope import TRANSACTION_BLOCK, frame
 from cdcflow.capture.errors import FatalError
 from cdcflow.capture.filters import Filters
 from cdcflow.capture.spi import ConnectSchema, LogMessage, Offset, Record, RowChange, TableId
@@ -61,6 +64,15 @@ SOURCE_SCHEMA: ConnectSchema = {
         {"type": "int64", "optional": True, "field": "xmin"},
     ],
 }
+MESSAGE_KEY_SCHEMA: ConnectSchema = {
+    "type": "struct",
+    "optional": False,
+    "name": "io.debezium.connector.postgresql.MessageKey",
+    "version": 1,
+    "fields": [{"type": "string", "optional": True, "field": "prefix"}],
+}
+#: Seconds to wait for the walsender of a closed stream to release the slot before dropping it.
+SLOT_RELEASE_TIMEOUT_S = 10.0
 PUBLISHED_TABLES_SQL = "SELECT schemaname, tablename FROM pg_publication_tables WHERE pubname = %s"
 USER_TABLES_SQL = """
 SELECT n.nspname, c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
@@ -102,9 +114,21 @@ class PostgresConnector:
             binary_handling_mode=properties.binary_handling_mode,
             include_unknown_datatypes=properties.include_unknown_datatypes,
         )
+        self._message_key = frame(
+            MESSAGE_KEY_SCHEMA if properties.key_converter_schemas_enable else None
+        )
+        self._message_value = frame(
+            message_value_schema(properties.binary_handling_mode)
+            if properties.value_converter_schemas_enable
+            else None
+        )
+        self._message_content: Callable[[bytes], str] = (
+            bytes.hex if properties.binary_handling_mode == "hex" else _b64
+        )
         self._conn: psycopg.Connection[tuple[Any, ...]] | None = None
         self._catalog: TableCatalog | None = None
         self._slot: SlotHandle | None = None
+        self._snapshot_lsn: int | None = None
 
     @property
     def conn(self) -> psycopg.Connection[tuple[Any, ...]]:
@@ -209,16 +233,23 @@ class PostgresConnector:
         }
 
     def snapshot(self, tables: list[TableId]) -> Iterator[RowChange]:
-        """Read ``tables`` consistently with the slot's start position."""
-        if self._slot is None or self._catalog is None:
-            raise RuntimeError("open_slot() first")
+        """Read ``tables`` consistently with the slot's start position.
+
+        Without a slot (``initial_only`` opens none) the position is the server's current LSN
+        read inside the snapshot transaction, as Debezium records it.
+        """
+        if self._catalog is None:
+            raise RuntimeError("prepare() first")
+        slot = self._slot
         reader = connect(self.endpoint, autocommit=False)
         try:
             snapshotter.begin_snapshot(
                 reader,
-                exported_snapshot=self._slot.exported_snapshot,
+                exported_snapshot=slot.exported_snapshot if slot is not None else None,
                 type_oids=self._catalog.type_oids(),
             )
+            lsn = slot.start_lsn if slot is not None else snapshotter.current_lsn(reader)
+            self._snapshot_lsn = lsn
             for table in tables:
                 decoded = self._catalog.from_catalog(table)
                 if decoded is None:
@@ -229,7 +260,7 @@ class PostgresConnector:
                     overrides=self.properties.statement_overrides,
                     fetch_size=self.properties.snapshot_fetch_size,
                     source_block=self.source_block,
-                    lsn=self._slot.start_lsn,
+                    lsn=lsn,
                 )
             reader.commit()
         finally:
@@ -237,8 +268,8 @@ class PostgresConnector:
 
     def snapshot_offset(self) -> Offset:
         """Where streaming resumes after a completed snapshot."""
-        assert self._slot is not None
-        return lsn_offset(lsn=self._slot.start_lsn, tx_id=None, ts_us=0)
+        assert self._snapshot_lsn is not None
+        return lsn_offset(lsn=self._snapshot_lsn, tx_id=None, ts_us=0)
 
     def streaming(self, offset: Offset | None) -> PostgresStream:
         """Start replication at ``offset`` (or the slot's position) and return the source."""
@@ -273,35 +304,89 @@ class PostgresConnector:
             self._conn.execute(query)
 
     def message_record(self, message: LogMessage) -> Record:
-        """A logical decoding message event (``op: m``) on ``<prefix>.message``."""
-        prefix = self.properties.topic_prefix
+        """A logical decoding message event (``op: m``) on ``<prefix>.message``, as Debezium's:
+        key ``{prefix}``, value ``{op, ts_ms, source, transaction, message: {prefix, content}}``
+        with the content encoded per ``binary.handling.mode``."""
         value = {
-            "source": message.source,
             "op": "m",
-            "ts_ms": message.source["ts_ms"],
-            "message": {"prefix": message.prefix, "content": _b64(message.content)},
+            "ts_ms": time.time_ns() // 1_000_000,
+            "source": message.source,
+            "transaction": None,
+            "message": {
+                "prefix": message.prefix,
+                "content": self._message_content(message.content),
+            },
         }
-        key = orjson.dumps({"prefix": message.prefix})
-        topic = f"{prefix}{self.properties.topic_delimiter}message"
-        return Record(topic, key, orjson.dumps(value))
+        key_head, key_tail = self._message_key
+        value_head, value_tail = self._message_value
+        topic = f"{self.properties.topic_prefix}{self.properties.topic_delimiter}message"
+        return Record(
+            topic,
+            key_head + orjson.dumps({"prefix": message.prefix}) + key_tail,
+            value_head + orjson.dumps(value) + value_tail,
+        )
 
-    def close(self) -> None:
+    def close(self, *, stopping: bool = False) -> None:
+        """Release the connections; on a clean stop (``stopping``) honour ``slot.drop.on.stop``.
+
+        A retriable failure also closes the connector, and keeps the slot: the restart resumes
+        from it.
+        """
         if self._slot is not None:
             self._slot.stream.close()
             self._slot = None
-        if self.properties.slot_drop_on_stop and self._conn is not None:
-            self._conn.execute(
-                "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
-                "WHERE slot_name = %s AND NOT active",
-                (self.properties.slot_name,),
-            )
-            log.info("dropped replication slot %s (slot.drop.on.stop)", self.properties.slot_name)
+        if stopping and self.properties.slot_drop_on_stop and self._conn is not None:
+            self._drop_slot()
         if self._conn is not None:
             self._conn.close()
             self._conn = None
 
+    def _drop_slot(self) -> None:
+        """Drop the slot once the walsender of the stream closed just now has released it."""
+        name = self.properties.slot_name
+        deadline = time.monotonic() + SLOT_RELEASE_TIMEOUT_S
+        while (state := checks.slot_state(self.conn, name)) is not None and state[0]:
+            if time.monotonic() > deadline:
+                log.warning("replication slot %s is still in use; not dropping it", name)
+                return
+            time.sleep(0.05)
+        if state is None:
+            return
+        try:
+            self.conn.execute("SELECT pg_drop_replication_slot(%s)", (name,))
+        except psycopg.Error as error:
+            log.warning("could not drop replication slot %s: %s", name, str(error).strip())
+            return
+        log.info("dropped replication slot %s (slot.drop.on.stop)", name)
+
+
+def message_value_schema(binary_handling_mode: str) -> ConnectSchema:
+    """Debezium's ``…postgresql.MessageValue`` schema for logical decoding message events."""
+    content = "bytes" if binary_handling_mode == "bytes" else "string"
+    return {
+        "type": "struct",
+        "optional": False,
+        "name": "io.debezium.connector.postgresql.MessageValue",
+        "version": 1,
+        "fields": [
+            {"type": "string", "optional": False, "field": "op"},
+            {"type": "int64", "optional": True, "field": "ts_ms"},
+            {**SOURCE_SCHEMA, "field": "source"},
+            TRANSACTION_BLOCK,
+            {
+                "type": "struct",
+                "optional": False,
+                "name": "io.debezium.connector.postgresql.Message",
+                "version": 1,
+                "field": "message",
+                "fields": [
+                    {"type": "string", "optional": True, "field": "prefix"},
+                    {"type": content, "optional": True, "field": "content"},
+                ],
+            },
+        ],
+    }
+
 
 def _b64(data: bytes) -> str:
-    import base64
-
     return base64.b64encode(data).decode()

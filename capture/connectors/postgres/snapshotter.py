@@ -50,6 +50,13 @@ def begin_snapshot(
         conn.execute("SELECT 1")
 
 
+def current_lsn(conn: psycopg.Connection[tuple[Any, ...]]) -> int:
+    """The server's current WAL position, as an integer."""
+    row = conn.execute("SELECT pg_current_wal_lsn() - '0/0'::pg_lsn").fetchone()
+    assert row is not None
+    return int(str(row[0]))
+
+
 def estimate_rows(conn: psycopg.Connection[tuple[Any, ...]], table: TableId) -> int:
     """The planner's row estimate (cheap; exact counts would scan the table)."""
     row = conn.execute(ESTIMATE_SQL, (table.schema, table.table)).fetchone()

@@ -212,9 +212,7 @@ class PostgresStream:
         if not self._filters.reads(table):
             self._relations[relation.relid] = None
             return
-        columns = [
-            ColumnSpec(c.name, c.type_oid, c.typmod, False, c.is_key) for c in relation.columns
-        ]
+        columns = [ColumnSpec(c.name, c.type_oid, c.typmod, False) for c in relation.columns]
         self._relations[relation.relid] = self._catalog.from_relation(
             table, relid=relation.relid, columns=columns, identity=relation.replica_identity
         )

@@ -35,6 +35,14 @@ JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
 WHERE i.indrelid = %s AND i.indisprimary
 ORDER BY k.ord
 """
+IDENTITY_INDEX_SQL = """
+SELECT a.attname
+FROM pg_index i
+CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord)
+JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+WHERE i.indrelid = %s AND i.indisreplident
+ORDER BY k.ord
+"""
 RELATION_SQL = """
 SELECT c.oid, c.relreplident
 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
@@ -50,7 +58,6 @@ class ColumnSpec:
     type_oid: int
     typmod: int
     not_null: bool
-    in_identity: bool = False
 
 
 @dataclass(frozen=True)
@@ -116,8 +123,7 @@ class TableCatalog:
             for name, _oid, _mod, nn in self._conn.execute(COLUMNS_SQL, (relid,)).fetchall()
         }
         completed = [
-            ColumnSpec(c.name, c.type_oid, c.typmod, not_null.get(c.name, False), c.in_identity)
-            for c in columns
+            ColumnSpec(c.name, c.type_oid, c.typmod, not_null.get(c.name, False)) for c in columns
         ]
         return self._build(table, relid=relid, columns=completed, identity=identity)
 
@@ -132,7 +138,7 @@ class TableCatalog:
                 kept.append(column)
                 positions.append(position)
         names = [column.name for column in kept]
-        key = self._filters.key_columns(table, self._primary_key(relid, columns, identity))
+        key = self._filters.key_columns(table, self._primary_key(relid, identity))
         missing = [name for name in key if name not in names]
         if missing:
             log.warning("key column(s) %s of %s are not captured; using no key", missing, table)
@@ -175,12 +181,12 @@ class TableCatalog:
             )
         return column
 
-    def _primary_key(
-        self, relid: int, columns: Sequence[ColumnSpec], identity: str
-    ) -> tuple[str, ...]:
+    def _primary_key(self, relid: int, identity: str) -> tuple[str, ...]:
+        """The primary key, else the columns of a ``REPLICA IDENTITY USING INDEX`` index.
+
+        Both come from the catalog, so snapshot and streamed events of a table get one key.
+        """
         rows = self._conn.execute(PRIMARY_KEY_SQL, (relid,)).fetchall()
-        if rows:
-            return tuple(str(row[0]) for row in rows)
-        if identity == "i":
-            return tuple(c.name for c in columns if c.in_identity)
-        return ()
+        if not rows and identity == "i":
+            rows = self._conn.execute(IDENTITY_INDEX_SQL, (relid,)).fetchall()
+        return tuple(str(row[0]) for row in rows)

@@ -1,0 +1,152 @@
+"""Key-ordered chunk reads and signal-table writes for incremental and blocking snapshots.
+
+Rows are read with every column loaded as the server's raw text (as pgoutput sends it), so the
+same converters serve snapshot, stream and chunks, and the last key of a chunk is kept as text
+for the next ``WHERE (k1, k2) > (…)``: PostgreSQL infers each parameter's type from the column
+it is compared with. Statement failures (a bad additional condition, a missing privilege)
+become :class:`SnapshotQueryError` so only that table's snapshot is abandoned.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import psycopg
+from psycopg import sql
+from psycopg.types.string import TextLoader
+
+from cdcflow.capture.connectors.postgres.tables import DecodedTable, TableCatalog
+from cdcflow.capture.errors import SnapshotQueryError
+from cdcflow.capture.spi import ChunkRow, TableId, TableSchema
+
+
+class PostgresChunks:
+    """The :class:`~cdcflow.capture.spi.ChunkSource` of the PostgreSQL connector."""
+
+    def __init__(
+        self,
+        conn: psycopg.Connection[tuple[Any, ...]],
+        *,
+        catalog: TableCatalog,
+        captured: Callable[[], list[TableId]],
+        signal_table: TableId | None,
+    ) -> None:
+        self._conn = conn
+        self._catalog = catalog
+        self._captured = captured
+        self._signal_table = signal_table
+        self._decoded: dict[TableId, DecodedTable] = {}
+        for oid in catalog.type_oids():
+            conn.adapters.register_loader(oid, TextLoader)
+
+    def matching_tables(self, patterns: tuple[str, ...]) -> list[TableId]:
+        compiled = [re.compile(pattern, re.IGNORECASE) for pattern in patterns]
+        return [
+            table
+            for table in self._captured()
+            if any(pattern.fullmatch(str(table)) for pattern in compiled)
+        ]
+
+    def snapshot_schema(self, table: TableId) -> TableSchema | None:
+        decoded = self._catalog.from_catalog(table)
+        if decoded is None:
+            return None
+        self._decoded[table] = decoded
+        return decoded.schema
+
+    def max_key(
+        self, table: TableSchema, *, key: tuple[str, ...], condition: str | None
+    ) -> tuple[str | None, ...] | None:
+        statement = sql.SQL("SELECT {} FROM {}{} ORDER BY {} LIMIT 1").format(
+            _columns(key),
+            _table(table.id),
+            _where([], condition),
+            sql.SQL(", ").join(sql.SQL("{} DESC").format(sql.Identifier(k)) for k in key),
+        )
+        row = self._fetch(statement, (), table.id).fetchone()
+        return None if row is None else tuple(row)
+
+    def read_chunk(
+        self,
+        table: TableSchema,
+        *,
+        key: tuple[str, ...],
+        after: tuple[str | None, ...] | None,
+        up_to: tuple[str | None, ...],
+        condition: str | None,
+        limit: int,
+    ) -> list[ChunkRow]:
+        decoded = self._decoded.get(table.id) or self._catalog.from_catalog(table.id)
+        assert decoded is not None
+        keys = sql.SQL("({})").format(_columns(key))
+        values = sql.SQL("({})").format(sql.SQL(", ").join(sql.Placeholder() * len(key)))
+        bounds = [sql.SQL("{} <= {}").format(keys, values)]
+        params: list[Any] = list(up_to)
+        if after is not None:
+            bounds.insert(0, sql.SQL("{} > {}").format(keys, values))
+            params = [*after, *params]
+        statement = sql.SQL("SELECT {} FROM {}{} ORDER BY {} LIMIT {}").format(
+            _columns(tuple(column.name for column in decoded.schema.columns)),
+            _table(table.id),
+            _where(bounds, condition),
+            _columns(key),
+            sql.Literal(limit),
+        )
+        names = [column.name for column in decoded.schema.columns]
+        key_positions = [names.index(name) for name in key]
+        converters = decoded.converters
+        return [
+            ChunkRow(
+                key=tuple(raw[i] for i in key_positions),
+                values=tuple(
+                    convert(value) for convert, value in zip(converters, raw, strict=True)
+                ),
+            )
+            for raw in self._fetch(statement, tuple(params), table.id).fetchall()
+        ]
+
+    def write_signal(self, *, signal_id: str, signal_type: str, data: str) -> None:
+        assert self._signal_table is not None
+        self._conn.execute(
+            sql.SQL("INSERT INTO {} VALUES (%s, %s, %s)").format(_table(self._signal_table)),
+            (signal_id, signal_type, data),
+        )
+
+    def delete_signal(self, *, signal_id: str) -> None:
+        assert self._signal_table is not None
+        decoded = self._catalog.from_catalog(self._signal_table)
+        assert decoded is not None
+        id_column = decoded.schema.columns[0].name
+        self._conn.execute(
+            sql.SQL("DELETE FROM {} WHERE {} = %s").format(
+                _table(self._signal_table), sql.Identifier(id_column)
+            ),
+            (signal_id,),
+        )
+
+    def _fetch(
+        self, statement: sql.Composed, params: tuple[Any, ...], table: TableId
+    ) -> psycopg.Cursor[tuple[Any, ...]]:
+        try:
+            return self._conn.execute(statement, params)
+        except psycopg.Error as error:
+            raise SnapshotQueryError(f"query on {table} failed: {str(error).strip()}") from None
+
+
+def _columns(names: tuple[str, ...]) -> sql.Composed:
+    return sql.SQL(", ").join(sql.Identifier(name) for name in names)
+
+
+def _table(table: TableId) -> sql.Identifier:
+    return sql.Identifier(table.schema, table.table)
+
+
+def _where(bounds: Sequence[sql.Composable], condition: str | None) -> sql.Composable:
+    parts = list(bounds)
+    if condition:
+        parts.append(sql.SQL("({})").format(sql.SQL(condition)))
+    if not parts:
+        return sql.SQL("")
+    return sql.SQL(" WHERE ") + sql.SQL(" AND ").join(parts)

@@ -1,0 +1,475 @@
+"""Incremental snapshots by DBLog watermarks, and blocking snapshots, driven by signals.
+
+For each chunk the snapshotter writes an *open* watermark into the signal table, reads the
+next ``incremental.snapshot.chunk.size`` rows by key into an in-memory window, and writes a
+*close* watermark (``insert_insert``) or deletes the open one (``insert_delete``). The
+watermarks come back through the log in order with the data: between open and close every
+streamed change of the table drops the window row with the same key (the log is at least as
+new), and at close the remaining rows are emitted as ``op: r`` with ``source.snapshot =
+"incremental"``, before anything that follows in the log. Progress (tables left, last key
+emitted, maximum key) rides in the offsets, so a restart resumes after the last closed chunk.
+
+Everything runs on the streaming thread, between events, which is DBLog's "pause log
+processing": no locks, and a bad ``additional-condition`` only aborts that table's snapshot.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from cdcflow.capture import signals
+from cdcflow.capture.errors import SnapshotQueryError
+from cdcflow.capture.spi import ChunkRow, ChunkSource, Offset, Op, RowChange, TableId, TableSchema
+
+log = logging.getLogger(__name__)
+
+STATE_KEY = "incremental_snapshot"
+INCREMENTAL = "Incremental Snapshot"
+BLOCKING = "Blocking Snapshot"
+
+
+@dataclass(frozen=True)
+class Notification:
+    """Debezium's notification: aggregate type, type and string-valued details."""
+
+    aggregate_type: str
+    type: str
+    additional_data: dict[str, str]
+    id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    timestamp: int = field(default_factory=lambda: time.time_ns() // 1_000_000)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "aggregate_type": self.aggregate_type,
+            "type": self.type,
+            "additional_data": self.additional_data,
+            "timestamp": self.timestamp,
+        }
+
+
+@dataclass
+class _Collection:
+    table: str
+    signal_id: str
+    condition: str | None = None
+    surrogate_key: str | None = None
+    rows: int = 0
+
+
+@dataclass
+class _State:
+    """What survives a restart (stored in the offset under ``incremental_snapshot``)."""
+
+    collections: list[_Collection]
+    last_key: list[str | None] | None = None
+    max_key: list[str | None] | None = None
+    paused: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "collections": [vars(c) for c in self.collections],
+            "last_key": self.last_key,
+            "max_key": self.max_key,
+            "paused": self.paused,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> _State:
+        collections = [_Collection(**c) for c in data.get("collections", [])]
+        return cls(
+            collections, data.get("last_key"), data.get("max_key"), data.get("paused", False)
+        )
+
+
+@dataclass
+class _Window:
+    chunk_id: str
+    table: TableSchema
+    key: tuple[str, ...]
+    rows: dict[bytes, ChunkRow]
+    last_key: tuple[str | None, ...] | None
+    full: bool
+    open: bool = False
+
+
+Emit = Callable[[RowChange], None]
+Notify = Callable[[Notification], None]
+
+
+def _key_bytes(table: TableSchema, key: tuple[str, ...], row: tuple[Any, ...]) -> bytes:
+    names = [column.name for column in table.columns]
+    return orjson.dumps([row[names.index(name)] for name in key])
+
+
+class IncrementalSnapshotter:
+    """See the module docstring."""
+
+    def __init__(
+        self,
+        *,
+        source: ChunkSource,
+        chunk_size: int,
+        strategy: str,
+        connector_name: str,
+        emit: Emit,
+        notify: Notify,
+    ) -> None:
+        self._source = source
+        self._chunk_size = chunk_size
+        self._strategy = strategy
+        self._connector = connector_name
+        self._emit = emit
+        self._notify = notify
+        self._state: _State | None = None
+        self._window: _Window | None = None
+        self._key_positions: dict[int, tuple[TableSchema, list[int]]] = {}
+
+    # -- persistence -------------------------------------------------------------------------
+
+    def decorate(self, offset: Offset) -> Offset:
+        """``offset`` plus the snapshot progress that is durable with it."""
+        values = {k: v for k, v in offset.values.items() if k != STATE_KEY}
+        if self._state is not None:
+            values[STATE_KEY] = self._state.to_dict()
+        return Offset(values)
+
+    def restore(self, offset: Offset | None) -> None:
+        """Pick up an interrupted snapshot from a stored offset (call before streaming)."""
+        if offset is not None and isinstance(offset.get(STATE_KEY), dict):
+            self._state = _State.from_dict(offset.get(STATE_KEY))
+            log.info("resuming incremental snapshot of %s", self._tables())
+
+    def start(self) -> None:
+        """Open the first (or next, after a restart) chunk if there is work and no window."""
+        if self._window is None:
+            self._next_chunk()
+
+    @property
+    def active(self) -> bool:
+        return self._state is not None
+
+    def progress(self) -> dict[str, Any]:
+        """For ``/status``: tables left, current table, rows so far, paused."""
+        if self._state is None:
+            return {}
+        return {
+            "tables": self._tables(),
+            "current": self._state.collections[0].table if self._state.collections else None,
+            "paused": self._state.paused,
+            "rowsScanned": {c.table: c.rows for c in self._state.collections},
+        }
+
+    def _tables(self) -> list[str]:
+        return [c.table for c in self._state.collections] if self._state else []
+
+    # -- signals -----------------------------------------------------------------------------
+
+    def on_signal(self, signal: signals.Signal, change: RowChange | None) -> None:
+        """Act on a signal; window watermarks need the change that carried them."""
+        if signal.type == "snapshot-window-open":
+            if self._window is not None and signal.id == f"{self._window.chunk_id}-open":
+                self._window.open = True
+        elif signal.type == "snapshot-window-close":
+            if self._window is not None and signal.id == f"{self._window.chunk_id}-close":
+                self._close_window(change)
+        elif signal.type == "execute-snapshot":
+            self._execute(signal)
+        elif signal.type == "stop-snapshot":
+            self._stop(signal)
+        elif signal.type == "pause-snapshot":
+            self._pause(signal)
+        elif signal.type == "resume-snapshot":
+            self._resume(signal)
+
+    def on_watermark_deleted(self, signal_id: str, change: RowChange) -> None:
+        """``insert_delete``: deleting the open watermark closes the window."""
+        if self._window is not None and signal_id == f"{self._window.chunk_id}-open":
+            self._close_window(change)
+
+    def _execute(self, signal: signals.Signal) -> None:
+        request = signals.snapshot_request(signal)
+        tables = self._source.matching_tables(request.collections)
+        if not tables:
+            raise signals.SignalError(
+                signal.id,
+                f"no captured table matches {list(request.collections)}; check the names "
+                "(schema.table) and table.include.list",
+            )
+        if request.kind == "blocking":
+            self._blocking(signal, tables, request)
+            return
+        collections = [
+            _Collection(
+                str(table),
+                signal.id,
+                _condition_for(table, request.conditions),
+                request.surrogate_key,
+            )
+            for table in tables
+        ]
+        if self._state is None:
+            self._state = _State(collections)
+        else:
+            self._state.collections.extend(collections)
+        self._announce("STARTED", signal.id, data_collections=",".join(map(str, tables)))
+        if self._window is None:
+            self._next_chunk()
+
+    def _stop(self, signal: signals.Signal) -> None:
+        request = signals.snapshot_request(signal, stopping=True)
+        if self._state is None:
+            return
+        if request.collections:
+            matches = {str(t) for t in self._source.matching_tables(request.collections)}
+            current = self._state.collections[0].table if self._state.collections else None
+            self._state.collections = [c for c in self._state.collections if c.table not in matches]
+            if current in matches:
+                self._window = None
+                self._state.last_key = self._state.max_key = None
+            if self._state.collections:
+                self._announce("ABORTED", signal.id, data_collections=",".join(sorted(matches)))
+                if self._window is None:
+                    self._next_chunk()
+                return
+        self._state, self._window = None, None
+        self._announce("ABORTED", signal.id)
+
+    def _pause(self, signal: signals.Signal) -> None:
+        if self._state is not None and not self._state.paused:
+            self._state.paused = True
+            self._announce("PAUSED", signal.id)
+
+    def _resume(self, signal: signals.Signal) -> None:
+        if self._state is not None and self._state.paused:
+            self._state.paused = False
+            self._announce("RESUMED", signal.id)
+            if self._window is None:
+                self._next_chunk()
+
+    # -- the DBLog window --------------------------------------------------------------------
+
+    def on_change(self, change: RowChange) -> None:
+        """A streamed change inside the window drops the chunk row with the same key."""
+        window = self._window
+        if window is None or not window.open or change.table.id != window.table.id:
+            return
+        for row in (change.before, change.after):
+            if row is not None:
+                window.rows.pop(self._stream_key(change.table, window.key, row), None)
+
+    def _stream_key(self, table: TableSchema, key: tuple[str, ...], row: tuple[Any, ...]) -> bytes:
+        cached = self._key_positions.get(id(table))
+        if cached is None or cached[0] is not table:
+            names = [column.name for column in table.columns]
+            cached = (table, [names.index(name) for name in key if name in names])
+            self._key_positions[id(table)] = cached
+        return orjson.dumps([row[i] for i in cached[1]])
+
+    def _next_chunk(self) -> None:
+        """Open, read and close the next chunk, moving past finished or broken tables."""
+        while self._state is not None and not self._state.paused:
+            if not self._state.collections:
+                self._finish()
+                return
+            collection = self._state.collections[0]
+            try:
+                if self._open_chunk(collection):
+                    return
+            except SnapshotQueryError as error:
+                self._abandon(collection, str(error))
+
+    def _open_chunk(self, collection: _Collection) -> bool:
+        """Start the next window of ``collection``; False when the table needs no more chunks."""
+        assert self._state is not None
+        table = self._source.snapshot_schema(_table_id(collection.table))
+        key = (
+            (collection.surrogate_key,)
+            if collection.surrogate_key
+            else (table.key_columns if table else ())
+        )
+        if table is None or not key:
+            raise SnapshotQueryError(
+                f"{collection.table} has no primary key; give a surrogate-key in the signal"
+                if table is not None
+                else f"{collection.table} does not exist"
+            )
+        if self._state.max_key is None:
+            found = self._source.max_key(table, key=key, condition=collection.condition)
+            if found is None:
+                self._table_done(collection)
+                return False
+            self._state.max_key = list(found)
+        chunk_id = str(uuid.uuid4())
+        self._source.write_signal(
+            signal_id=f"{chunk_id}-open", signal_type="snapshot-window-open", data="{}"
+        )
+        rows = self._source.read_chunk(
+            table,
+            key=key,
+            after=tuple(self._state.last_key) if self._state.last_key is not None else None,
+            up_to=tuple(self._state.max_key),
+            condition=collection.condition,
+            limit=self._chunk_size,
+        )
+        self._window = _Window(
+            chunk_id=chunk_id,
+            table=table,
+            key=key,
+            rows={_key_bytes(table, key, row.values): row for row in rows},
+            last_key=rows[-1].key if rows else None,
+            full=len(rows) >= self._chunk_size,
+        )
+        if self._strategy == "insert_delete":
+            self._source.delete_signal(signal_id=f"{chunk_id}-open")
+        else:
+            self._source.write_signal(
+                signal_id=f"{chunk_id}-close", signal_type="snapshot-window-close", data="{}"
+            )
+        return True
+
+    def _close_window(self, change: RowChange | None) -> None:
+        window, state = self._window, self._state
+        if window is None or state is None:
+            return
+        self._window = None
+        source = dict(change.source) if change is not None else {}
+        table = window.table.id
+        collection = state.collections[0]
+        for row in window.rows.values():
+            row_source = {
+                **source,
+                "snapshot": "incremental",
+                "schema": table.schema,
+                "table": table.table,
+            }
+            self._emit(RowChange(window.table, Op.READ, None, row.values, row_source))
+        collection.rows += len(window.rows)
+        if window.last_key is not None:
+            state.last_key = list(window.last_key)
+        self._announce(
+            "IN_PROGRESS",
+            collection.signal_id,
+            data_collections=",".join(self._tables()),
+            current_collection_in_progress=collection.table,
+            maximum_key=orjson.dumps(state.max_key).decode(),
+            last_processed_key=orjson.dumps(state.last_key).decode(),
+        )
+        if not window.full:
+            self._table_done(collection)
+        self._next_chunk()
+
+    def _table_done(self, collection: _Collection) -> None:
+        assert self._state is not None
+        self._state.collections.pop(0)
+        self._state.last_key = self._state.max_key = None
+        self._announce(
+            "TABLE_SCAN_COMPLETED",
+            collection.signal_id,
+            data_collection=collection.table,
+            total_rows_scanned=str(collection.rows),
+            status="SUCCEEDED",
+        )
+
+    def _abandon(self, collection: _Collection, reason: str) -> None:
+        assert self._state is not None
+        log.error("incremental snapshot of %s abandoned: %s", collection.table, reason)
+        self._state.collections.pop(0)
+        self._state.last_key = self._state.max_key = None
+        self._window = None
+        self._announce(
+            "TABLE_SCAN_COMPLETED",
+            collection.signal_id,
+            data_collection=collection.table,
+            total_rows_scanned=str(collection.rows),
+            status="SQL_EXCEPTION",
+            reason=reason,
+        )
+
+    def _finish(self) -> None:
+        signal_ids = ""
+        self._state, self._window = None, None
+        self._announce("COMPLETED", signal_ids)
+
+    # -- blocking snapshots ------------------------------------------------------------------
+
+    def _blocking(
+        self, signal: signals.Signal, tables: list[TableId], request: signals.SnapshotRequest
+    ) -> None:
+        """Read ``tables`` whole while streaming waits (we are on the streaming thread)."""
+        self._announce(
+            "STARTED", signal.id, aggregate=BLOCKING, data_collections=",".join(map(str, tables))
+        )
+        for table_id in tables:
+            schema = self._source.snapshot_schema(table_id)
+            key = (
+                (request.surrogate_key,)
+                if request.surrogate_key
+                else (schema.key_columns if schema else ())
+            )
+            if schema is None or not key:
+                self._announce(
+                    "TABLE_SCAN_COMPLETED",
+                    signal.id,
+                    aggregate=BLOCKING,
+                    data_collection=str(table_id),
+                    status="SKIPPED",
+                )
+                continue
+            condition = _condition_for(table_id, request.conditions)
+            rows = self._read_whole(schema, key, condition, signal.id)
+            self._announce(
+                "TABLE_SCAN_COMPLETED",
+                signal.id,
+                aggregate=BLOCKING,
+                data_collection=str(table_id),
+                total_rows_scanned=str(rows),
+                status="SUCCEEDED",
+            )
+        self._announce("COMPLETED", signal.id, aggregate=BLOCKING)
+
+    def _read_whole(
+        self, schema: TableSchema, key: tuple[str, ...], condition: str | None, signal_id: str
+    ) -> int:
+        top = self._source.max_key(schema, key=key, condition=condition)
+        after: tuple[str | None, ...] | None = None
+        count = 0
+        while top is not None:
+            rows = self._source.read_chunk(
+                schema, key=key, after=after, up_to=top, condition=condition, limit=self._chunk_size
+            )
+            for row in rows:
+                source = {"snapshot": "true", "schema": schema.id.schema, "table": schema.id.table}
+                self._emit(RowChange(schema, Op.READ, None, row.values, source))
+            count += len(rows)
+            if len(rows) < self._chunk_size:
+                break
+            after = rows[-1].key
+        return count
+
+    def _announce(
+        self, kind: str, signal_id: str, *, aggregate: str = INCREMENTAL, **data: str
+    ) -> None:
+        details = {"connector_name": self._connector, "signal_id": signal_id, **data}
+        self._notify(Notification(aggregate, kind, details))
+
+
+def _table_id(name: str) -> TableId:
+    schema, _, table = name.partition(".")
+    return TableId(schema, table)
+
+
+def _condition_for(table: TableId, conditions: dict[str, str] | Any) -> str | None:
+    import re
+
+    for pattern, condition in conditions.items():
+        if re.fullmatch(pattern, str(table), re.IGNORECASE):
+            return str(condition)
+    return None
