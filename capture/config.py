@@ -130,6 +130,16 @@ class ConnectorProperties(BaseModel):
     incremental_snapshot_chunk_size: int = Field(
         1024, alias="incremental.snapshot.chunk.size", gt=0
     )
+    incremental_snapshot_watermarking_strategy: Literal["insert_insert", "insert_delete"] = Field(
+        "insert_insert", alias="incremental.snapshot.watermarking.strategy"
+    )
+    signal_kafka_group_id: str = Field("kafka-signal", alias="signal.kafka.groupId")
+    signal_kafka_bootstrap_servers: str = Field("", alias="signal.kafka.bootstrap.servers")
+    signal_kafka_poll_timeout_ms: int = Field(100, alias="signal.kafka.poll.timeout.ms", ge=0)
+    notification_enabled_channels: tuple[str, ...] = Field(
+        ("log",), alias="notification.enabled.channels"
+    )
+    notification_sink_topic_name: str = Field("", alias="notification.sink.topic.name")
     event_processing_failure_handling_mode: Literal["fail", "warn", "skip"] = Field(
         "fail", alias="event.processing.failure.handling.mode"
     )
@@ -163,6 +173,7 @@ class ConnectorProperties(BaseModel):
         "message_prefix_exclude_list",
         "skipped_operations",
         "signal_enabled_channels",
+        "notification_enabled_channels",
         mode="before",
     )(_csv)
 

@@ -23,8 +23,10 @@ from cdcflow.capture.config import CdcConnector, ConfigError, ConnectorPropertie
 from cdcflow.capture.envelope import Framing
 from cdcflow.capture.errors import FatalError, RetriableError
 from cdcflow.capture.filters import Filters
+from cdcflow.capture.incremental import IncrementalSnapshotter
 from cdcflow.capture.offsets import FileOffsetStore, MemoryOffsetStore
 from cdcflow.capture.pipeline import Dispatcher, Pipeline
+from cdcflow.capture.signalling import Notifications, Signalling
 from cdcflow.capture.spi import Offset, OffsetStore, Sink
 from cdcflow.capture.stats import Stats
 from cdcflow.capture.stdout_sink import StdoutSink
@@ -156,6 +158,7 @@ class Engine:
             offset = self.offsets.load()
             stats.captured_tables = [str(t) for t in connector.prepare()]
             stats.connected = True
+            pipeline.dispatcher.signalling = self._signalling(pipeline, offset)
             mode = properties.snapshot_mode
             do_snapshot = snapshots.should_snapshot(
                 mode, offset, position_available=connector.position_available(offset)
@@ -179,6 +182,57 @@ class Engine:
             finished = True
         finally:
             connector.close(stopping=finished)
+
+    def _signalling(self, pipeline: Pipeline, offset: Offset | None) -> Signalling | None:
+        """Signals and incremental snapshots, when a signal table or Kafka channel is set."""
+        properties = self.properties
+        kafka_channel = "kafka" in properties.signal_enabled_channels
+        if not properties.signal_data_collection:
+            if kafka_channel:
+                log.warning(
+                    "signal.enabled.channels includes kafka but signal.data.collection is not "
+                    "set: incremental snapshots need the signal table for their watermarks"
+                )
+            return None
+        notify = Notifications(
+            channels=properties.notification_enabled_channels,
+            topic=properties.notification_sink_topic_name,
+            sink=self.sink,
+            stats=self.stats,
+        )
+        snapshotter = IncrementalSnapshotter(
+            source=self.connector.chunk_source(),
+            chunk_size=properties.incremental_snapshot_chunk_size,
+            strategy=properties.incremental_snapshot_watermarking_strategy,
+            connector_name=self.resource.metadata.name,
+            emit=pipeline.dispatcher.row,
+            notify=notify,
+        )
+        signalling = Signalling(
+            snapshotter=snapshotter,
+            notify=notify,
+            kafka=self._kafka_signals() if kafka_channel else None,
+            strategy=properties.incremental_snapshot_watermarking_strategy,
+        )
+        signalling.restore(offset)
+        return signalling
+
+    def _kafka_signals(self) -> Any:
+        from cdcflow.capture.kafka.signals import KafkaSignalChannel
+
+        properties = self.properties
+        bootstrap = properties.signal_kafka_bootstrap_servers or (
+            self.resource.spec.kafka.bootstrap_servers if self.resource.spec.kafka else ""
+        )
+        if not bootstrap:
+            raise ConfigError("signal.enabled.channels=kafka needs signal.kafka.bootstrap.servers")
+        return KafkaSignalChannel(
+            bootstrap_servers=bootstrap,
+            topic=properties.signal_kafka_topic or f"{properties.topic_prefix}-signal",
+            group_id=properties.signal_kafka_group_id,
+            server=properties.topic_prefix,
+            timeout_ms=properties.signal_kafka_poll_timeout_ms,
+        )
 
     def _snapshot(self, pipeline: Pipeline) -> Offset | None:
         tables = self.connector.snapshot_tables()

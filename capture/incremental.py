@@ -131,6 +131,8 @@ class IncrementalSnapshotter:
         self._state: _State | None = None
         self._window: _Window | None = None
         self._key_positions: dict[int, tuple[TableSchema, list[int]]] = {}
+        self._last_signal = ""
+        self._last_source: dict[str, Any] = {}
 
     # -- persistence -------------------------------------------------------------------------
 
@@ -181,7 +183,7 @@ class IncrementalSnapshotter:
             if self._window is not None and signal.id == f"{self._window.chunk_id}-close":
                 self._close_window(change)
         elif signal.type == "execute-snapshot":
-            self._execute(signal)
+            self._execute(signal, change)
         elif signal.type == "stop-snapshot":
             self._stop(signal)
         elif signal.type == "pause-snapshot":
@@ -194,7 +196,7 @@ class IncrementalSnapshotter:
         if self._window is not None and signal_id == f"{self._window.chunk_id}-open":
             self._close_window(change)
 
-    def _execute(self, signal: signals.Signal) -> None:
+    def _execute(self, signal: signals.Signal, change: RowChange | None) -> None:
         request = signals.snapshot_request(signal)
         tables = self._source.matching_tables(request.collections)
         if not tables:
@@ -204,7 +206,8 @@ class IncrementalSnapshotter:
                 "(schema.table) and table.include.list",
             )
         if request.kind == "blocking":
-            self._blocking(signal, tables, request)
+            base = change.source if change is not None else self._last_source
+            self._blocking(signal, tables, request, base)
             return
         collections = [
             _Collection(
@@ -258,6 +261,7 @@ class IncrementalSnapshotter:
 
     def on_change(self, change: RowChange) -> None:
         """A streamed change inside the window drops the chunk row with the same key."""
+        self._last_source = change.source
         window = self._window
         if window is None or not window.open or change.table.id != window.table.id:
             return
@@ -368,6 +372,7 @@ class IncrementalSnapshotter:
 
     def _table_done(self, collection: _Collection) -> None:
         assert self._state is not None
+        self._last_signal = collection.signal_id
         self._state.collections.pop(0)
         self._state.last_key = self._state.max_key = None
         self._announce(
@@ -381,6 +386,7 @@ class IncrementalSnapshotter:
     def _abandon(self, collection: _Collection, reason: str) -> None:
         assert self._state is not None
         log.error("incremental snapshot of %s abandoned: %s", collection.table, reason)
+        self._last_signal = collection.signal_id
         self._state.collections.pop(0)
         self._state.last_key = self._state.max_key = None
         self._window = None
@@ -394,14 +400,17 @@ class IncrementalSnapshotter:
         )
 
     def _finish(self) -> None:
-        signal_ids = ""
         self._state, self._window = None, None
-        self._announce("COMPLETED", signal_ids)
+        self._announce("COMPLETED", self._last_signal)
 
     # -- blocking snapshots ------------------------------------------------------------------
 
     def _blocking(
-        self, signal: signals.Signal, tables: list[TableId], request: signals.SnapshotRequest
+        self,
+        signal: signals.Signal,
+        tables: list[TableId],
+        request: signals.SnapshotRequest,
+        base: dict[str, Any],
     ) -> None:
         """Read ``tables`` whole while streaming waits (we are on the streaming thread)."""
         self._announce(
@@ -424,7 +433,7 @@ class IncrementalSnapshotter:
                 )
                 continue
             condition = _condition_for(table_id, request.conditions)
-            rows = self._read_whole(schema, key, condition, signal.id)
+            rows = self._read_whole(schema, key, condition, base)
             self._announce(
                 "TABLE_SCAN_COMPLETED",
                 signal.id,
@@ -436,7 +445,11 @@ class IncrementalSnapshotter:
         self._announce("COMPLETED", signal.id, aggregate=BLOCKING)
 
     def _read_whole(
-        self, schema: TableSchema, key: tuple[str, ...], condition: str | None, signal_id: str
+        self,
+        schema: TableSchema,
+        key: tuple[str, ...],
+        condition: str | None,
+        base: dict[str, Any],
     ) -> int:
         top = self._source.max_key(schema, key=key, condition=condition)
         after: tuple[str | None, ...] | None = None
@@ -445,9 +458,14 @@ class IncrementalSnapshotter:
             rows = self._source.read_chunk(
                 schema, key=key, after=after, up_to=top, condition=condition, limit=self._chunk_size
             )
+            source = {
+                **base,
+                "snapshot": "true",
+                "schema": schema.id.schema,
+                "table": schema.id.table,
+            }
             for row in rows:
-                source = {"snapshot": "true", "schema": schema.id.schema, "table": schema.id.table}
-                self._emit(RowChange(schema, Op.READ, None, row.values, source))
+                self._emit(RowChange(schema, Op.READ, None, row.values, dict(source)))
             count += len(rows)
             if len(rows) < self._chunk_size:
                 break

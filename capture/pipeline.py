@@ -21,6 +21,7 @@ from cdcflow.capture import faults
 from cdcflow.capture.config import ConnectorProperties
 from cdcflow.capture.envelope import Framing, SideRecords, TableSerializer
 from cdcflow.capture.filters import Filters
+from cdcflow.capture.signalling import Signalling
 from cdcflow.capture.spi import (
     Idle,
     LogMessage,
@@ -29,6 +30,7 @@ from cdcflow.capture.spi import (
     RowChange,
     Sink,
     StreamingSource,
+    TableId,
     TableSchema,
     Truncate,
     TxBegin,
@@ -37,6 +39,15 @@ from cdcflow.capture.spi import (
 from cdcflow.capture.stats import Stats
 
 log = logging.getLogger(__name__)
+
+
+CAPTURED = 1
+SIGNALS = 2
+
+
+def _table_id(name: str) -> TableId | None:
+    schema, _, table = name.partition(".")
+    return TableId(schema, table) if table else None
 
 
 class _Transaction:
@@ -80,6 +91,16 @@ class Dispatcher:
         self._tx_metadata = properties.provide_transaction_metadata
         self._serializers: dict[int, tuple[TableSchema, TableSerializer]] = {}
         self._tx: _Transaction | None = None
+        self._flags: dict[TableId, int] = {}
+        self._signal_table = _table_id(properties.signal_data_collection)
+        self.signalling: Signalling | None = None
+
+    def _classify(self, table: TableId) -> int:
+        flags = (CAPTURED if self._filters.captures(table) else 0) | (
+            SIGNALS if table == self._signal_table else 0
+        )
+        self._flags[table] = flags
+        return flags
 
     def serializer(self, table: TableSchema) -> TableSerializer:
         """The serializer of ``table``, built once per schema version."""
@@ -98,7 +119,15 @@ class Dispatcher:
 
     def row(self, change: RowChange) -> None:
         """Emit one row change unless its operation is skipped or its table not captured."""
-        if change.op.value in self._skipped or not self._filters.captures(change.table.id):
+        flags = self._flags.get(change.table.id)
+        if flags is None:
+            flags = self._classify(change.table.id)
+        signalling = self.signalling
+        if signalling is not None:
+            if flags & SIGNALS:
+                signalling.on_signal_row(change)
+            signalling.on_change(change)
+        if not flags & CAPTURED or change.op.value in self._skipped:
             self._stats.events_filtered += 1
             return
         serializer = self.serializer(change.table)
@@ -170,7 +199,7 @@ class Pipeline:
         on_heartbeat: Callable[[], None] | None = None,
         message_record: Callable[[LogMessage], Any] | None = None,
     ) -> None:
-        self._dispatcher = dispatcher
+        self.dispatcher = self._dispatcher = dispatcher
         self._sink = sink
         self._offsets = offsets
         self._stats = stats
@@ -181,7 +210,15 @@ class Pipeline:
         self._message_record = message_record
 
     def commit(self, offset: Offset, source: StreamingSource | None) -> None:
-        """Make ``offset`` durable: flush the sink, save the offset, then tell the database."""
+        """Make ``offset`` durable: flush the sink, save the offset, then tell the database.
+
+        The incremental snapshot's progress is added here: what was emitted before this
+        position is exactly what the flush made durable.
+        """
+        signalling = self._dispatcher.signalling
+        if signalling is not None:
+            offset = signalling.decorate(offset)
+            self._stats.incremental = signalling.snapshotter.progress()
         self._sink.flush()
         faults.crash_point("after-flush")
         self._offsets.save(offset)
@@ -193,10 +230,12 @@ class Pipeline:
 
     def stream(self, source: StreamingSource) -> None:
         """Dispatch events until the stop flag is set; commit what is durable on the way out."""
-        dispatcher = self._dispatcher
+        dispatcher, signalling = self._dispatcher, self._dispatcher.signalling
         pending: Offset | None = None
-        last_commit = last_beat = time.monotonic()
+        last_commit = last_beat = last_poll = time.monotonic()
         self._stats.phase = "streaming"
+        if signalling is not None:
+            signalling.start()
         for event in source.events():
             kind = type(event)
             if kind is RowChange:
@@ -217,6 +256,9 @@ class Pipeline:
             if self._heartbeat_interval and now - last_beat >= self._heartbeat_interval:
                 self._heartbeat()
                 last_beat = now
+            if signalling is not None and (kind is Idle or now - last_poll >= 1.0):
+                signalling.poll()
+                last_poll = now
             if self._stop.is_set():
                 break
         if pending is not None:

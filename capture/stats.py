@@ -49,6 +49,8 @@ class Stats:
     offsets_committed: int = 0
     topics: set[str] = field(default_factory=set)
     last_error: str = ""
+    signals: dict[str, dict[str, Any]] = field(default_factory=dict)
+    incremental: dict[str, Any] = field(default_factory=dict)
 
     def saw_event(self, source_ts_ms: int) -> None:
         """Record one emitted event with its source commit time."""
@@ -108,4 +110,6 @@ class Stats:
             "topics": sorted(self.topics),
             "capturedTables": self.captured_tables,
             "lastError": self.last_error,
+            "signals": self.signals,
+            "incrementalSnapshot": self.incremental,
         }

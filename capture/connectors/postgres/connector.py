@@ -21,6 +21,7 @@ from psycopg import sql
 
 from cdcflow.capture.config import ConnectorProperties
 from cdcflow.capture.connectors.postgres import checks, pgoutput, snapshotter, types
+from cdcflow.capture.connectors.postgres.chunks import PostgresChunks
 from cdcflow.capture.connectors.postgres.connection import Endpoint, connect, connect_replication
 from cdcflow.capture.connectors.postgres.replication import ReplicationStream
 from cdcflow.capture.connectors.postgres.source import PostgresStream, SourceBlock, lsn_offset
@@ -128,6 +129,7 @@ class PostgresConnector:
         self._conn: psycopg.Connection[tuple[Any, ...]] | None = None
         self._catalog: TableCatalog | None = None
         self._slot: SlotHandle | None = None
+        self._chunk_conn: psycopg.Connection[tuple[Any, ...]] | None = None
         self._snapshot_lsn: int | None = None
 
     @property
@@ -295,6 +297,20 @@ class PostgresConnector:
             poll_interval_s=min(self.properties.poll_interval_ms / 1000, 1.0),
         )
 
+    def chunk_source(self) -> PostgresChunks:
+        """Chunk reads and watermark writes for incremental snapshots, on their own connection."""
+        if self._catalog is None:
+            raise RuntimeError("prepare() first")
+        signal = self.properties.signal_data_collection
+        schema, _, table = signal.partition(".")
+        self._chunk_conn = connect(self.endpoint)
+        return PostgresChunks(
+            self._chunk_conn,
+            catalog=self._catalog,
+            captured=self.captured_tables,
+            signal_table=TableId(schema, table) if table else None,
+        )
+
     # -- side duties -------------------------------------------------------------------------
 
     def heartbeat(self) -> None:
@@ -337,9 +353,10 @@ class PostgresConnector:
             self._slot = None
         if stopping and self.properties.slot_drop_on_stop and self._conn is not None:
             self._drop_slot()
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+        for conn in (self._conn, self._chunk_conn):
+            if conn is not None:
+                conn.close()
+        self._conn = self._chunk_conn = None
 
     def _drop_slot(self) -> None:
         """Drop the slot once the walsender of the stream closed just now has released it."""
