@@ -135,7 +135,8 @@ def main() -> None:
                 "INSERT INTO bench SELECT g, g, 'row ' || g FROM generate_series(1, %s) g", (rows,)
             )
             conn.execute(
-                "CREATE TABLE bench_signal (id varchar(64) PRIMARY KEY, type varchar(32), data varchar(2048))"
+                "CREATE TABLE bench_signal "
+                "(id varchar(64) PRIMARY KEY, type varchar(32), data varchar(2048))"
             )
             conn.execute("VACUUM ANALYZE bench")
         print(f"table: {rows:,} rows")
@@ -146,7 +147,8 @@ def main() -> None:
                 label = f"chunk {chunk:>5}, {'with' if load else 'no':>4} write load"
                 extra = f", concurrent updates {writes:,.0f}/s" if load else ""
                 print(
-                    f"{label}: {rate:>9,.0f} rows/s  (ceiling: plain keyset SELECT {ceiling:,.0f} rows/s){extra}"
+                    f"{label}: {rate:>9,.0f} rows/s  "
+                    f"(ceiling: plain keyset SELECT {ceiling:,.0f} rows/s){extra}"
                 )
 
 
