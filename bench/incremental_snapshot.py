@@ -21,8 +21,8 @@ from pathlib import Path
 
 import psycopg
 
-from cdcflow.capture.config import CdcConnector
 from cdcflow.capture.engine import Login, build_engine
+from cdcflow.capture.resource import CdcConnector
 from cdcflow.operator.devservices import kafka, postgres
 
 CHUNK_SIZES = (1024, 8192)

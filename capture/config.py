@@ -1,12 +1,11 @@
-"""Configuration: the CdcConnector resource and the Debezium connector properties it carries.
+"""Connector properties: the Debezium options a CdcConnector carries in ``spec.config``.
 
-One set of pydantic models serves three readers: the engine (``cdcflow capture -f``), the
-operator (which renders it into a ConfigMap) and the CRD generator (field descriptions become
-``kubectl explain`` text). Connector options use Debezium's property names so an existing
-Debezium configuration moves over unchanged; unknown names are rejected with the valid ones
-listed, and 1.x names (``database.server.name``, ``database.history.*``) are accepted as
-deprecated aliases with a warning. Credentials never appear here: they come from a Secret (in
-a pod, as environment variables) or, locally, from the environment or a file.
+Options use Debezium's property names so an existing Debezium configuration moves over
+unchanged; unknown names are rejected with the valid ones listed, and 1.x names
+(``database.server.name``, ``database.history.*``) are accepted as deprecated aliases with a
+warning. Credentials never appear here: they come from a Secret (in a pod, as environment
+variables) or, locally, from the environment or a file. The resource around these properties
+is modelled in :mod:`cdcflow.capture.resource`.
 """
 
 from __future__ import annotations
@@ -14,15 +13,12 @@ from __future__ import annotations
 import difflib
 import logging
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 log = logging.getLogger(__name__)
 
-API_VERSION = "cdcflow.io/v1alpha1"
 OVERRIDES_PREFIX = "snapshot.select.statement.overrides."
 DEPRECATED_ALIASES = {
     "database.server.name": "topic.prefix",
@@ -225,7 +221,7 @@ def parse_properties(raw: Mapping[str, Any]) -> ConnectorProperties:
     try:
         properties = ConnectorProperties.model_validate({**values, "statement_overrides": {}})
     except ValidationError as error:
-        raise ConfigError(_explain(error)) from None
+        raise ConfigError(explain(error)) from None
     return properties.model_copy(update={"statement_overrides": _listed(properties, overrides)})
 
 
@@ -261,115 +257,9 @@ def _reject_unknown(values: Mapping[str, Any]) -> None:
     )
 
 
-def _explain(error: ValidationError) -> str:
+def explain(error: ValidationError) -> str:
     lines = []
     for problem in error.errors():
         where = ".".join(str(part) for part in problem["loc"]) or "config"
         lines.append(f"{where}: {problem['msg']}")
     return "invalid configuration: " + "; ".join(lines)
-
-
-# ---------------------------------------------------------------------------------------------
-# The CdcConnector resource
-
-
-class _Spec(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
-
-class Credentials(_Spec):
-    """Where the database login comes from. Never inline: a Secret in the cluster."""
-
-    secret_name: str = Field(
-        "", alias="secretName", description="Secret holding the database login."
-    )
-    username_key: str = Field("username", alias="usernameKey")
-    password_key: str = Field("password", alias="passwordKey")
-
-
-class PostgresSource(_Spec):
-    """A PostgreSQL server with wal_level=logical."""
-
-    host: str = Field(description="Host name or address of the primary.")
-    port: int = Field(5432, ge=1, le=65535)
-    database: str = Field(description="Database to capture.")
-    credentials: Credentials = Field(default_factory=Credentials)
-
-
-class Source(_Spec):
-    """Exactly one source database."""
-
-    postgresql: PostgresSource | None = None
-
-    @model_validator(mode="after")
-    def _exactly_one(self) -> Source:
-        if self.postgresql is None:
-            raise ValueError("spec.source needs exactly one of: postgresql")
-        return self
-
-
-class KafkaSpec(_Spec):
-    """The Kafka cluster events are written to."""
-
-    bootstrap_servers: str = Field(alias="bootstrapServers", description="host:port[,host:port]")
-    producer: dict[str, str | int | bool] = Field(
-        default_factory=dict, description="librdkafka producer settings passed through as is."
-    )
-
-
-class OffsetsSpec(_Spec):
-    """Where connector positions are stored."""
-
-    store: Literal["file", "kafka", "memory"] = "file"
-    path: str = Field("", description="file store: the offsets file (default under the cache).")
-    topic: str = Field("", description="kafka store: compacted topic (default <prefix>-offsets).")
-
-
-class Metadata(_Spec):
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
-    name: str = Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-    namespace: str = "default"
-
-
-class ConnectorSpec(_Spec):
-    """What to capture and where to send it."""
-
-    source: Source
-    kafka: KafkaSpec | None = None
-    offsets: OffsetsSpec = Field(default_factory=OffsetsSpec)
-    state: Literal["running", "paused", "stopped"] = "running"
-    config: dict[str, str | int | bool | float] = Field(
-        default_factory=dict, description="Debezium connector properties by their Debezium names."
-    )
-
-
-class CdcConnector(_Spec):
-    """The CdcConnector custom resource (cdcflow.io/v1alpha1)."""
-
-    api_version: Literal["cdcflow.io/v1alpha1"] = Field("cdcflow.io/v1alpha1", alias="apiVersion")
-    kind: Literal["CdcConnector"] = "CdcConnector"
-    metadata: Metadata
-    spec: ConnectorSpec
-
-    def properties(self) -> ConnectorProperties:
-        """The connector properties, with ``topic.prefix`` defaulting to the resource name."""
-        raw: dict[str, Any] = dict(self.spec.config)
-        if "topic.prefix" not in raw and "database.server.name" not in raw:
-            raw["topic.prefix"] = self.metadata.name
-        return parse_properties(raw)
-
-
-def load_connector(path: Path) -> CdcConnector:
-    """Read a CdcConnector YAML file, with errors that name the file and the field."""
-    try:
-        document = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as error:
-        raise ConfigError(f"cannot read {path}: {error}") from None
-    if not isinstance(document, dict) or document.get("kind") != "CdcConnector":
-        raise ConfigError(f"{path} is not a CdcConnector resource (kind: CdcConnector expected)")
-    try:
-        connector = CdcConnector.model_validate(document)
-    except ValidationError as error:
-        raise ConfigError(f"{path}: {_explain(error)}") from None
-    connector.properties()
-    return connector

@@ -19,13 +19,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 from cdcflow.capture import snapshot as snapshots
-from cdcflow.capture.config import CdcConnector, ConfigError, ConnectorProperties
+from cdcflow.capture.config import ConfigError, ConnectorProperties
 from cdcflow.capture.envelope import Framing
 from cdcflow.capture.errors import FatalError, RetriableError
 from cdcflow.capture.filters import Filters
 from cdcflow.capture.incremental import IncrementalSnapshotter
 from cdcflow.capture.offsets import FileOffsetStore, MemoryOffsetStore
 from cdcflow.capture.pipeline import Dispatcher, Pipeline
+from cdcflow.capture.resource import CdcConnector, KafkaSpec
 from cdcflow.capture.signalling import Notifications, Signalling
 from cdcflow.capture.spi import Offset, OffsetStore, Sink
 from cdcflow.capture.stats import Stats
@@ -35,6 +36,7 @@ log = logging.getLogger(__name__)
 
 SinkKind = Literal["kafka", "stdout"]
 MAX_BACKOFF_S = 300.0
+KAFKA_CA_FILE = "/etc/cdcflow/kafka-ca/ca.crt"
 
 
 @dataclass(frozen=True)
@@ -228,6 +230,9 @@ class Engine:
             raise ConfigError("signal.enabled.channels=kafka needs signal.kafka.bootstrap.servers")
         return KafkaSignalChannel(
             bootstrap_servers=bootstrap,
+            client_config=kafka_security(self.resource.spec.kafka)
+            if self.resource.spec.kafka
+            else None,
             topic=properties.signal_kafka_topic or f"{properties.topic_prefix}-signal",
             group_id=properties.signal_kafka_group_id,
             server=properties.topic_prefix,
@@ -304,6 +309,34 @@ def build_engine(
     )
 
 
+def kafka_security(spec: KafkaSpec) -> dict[str, str]:
+    """librdkafka TLS/SASL settings from the spec; secrets come from the environment.
+
+    In the capture pod the operator maps the Kafka Secret to ``CDCFLOW_KAFKA_USERNAME`` and
+    ``CDCFLOW_KAFKA_PASSWORD`` and mounts the CA at ``/etc/cdcflow/kafka-ca/ca.crt``.
+    """
+    tls = spec.tls is not None and spec.tls.enabled
+    config: dict[str, str] = {}
+    if spec.authentication is not None:
+        user = os.environ.get("CDCFLOW_KAFKA_USERNAME", "")
+        if not user:
+            raise ConfigError(
+                "spec.kafka.authentication is set but CDCFLOW_KAFKA_USERNAME/_PASSWORD are not "
+                f"(they come from Secret {spec.authentication.secret_name} in the cluster)"
+            )
+        config |= {
+            "security.protocol": "SASL_SSL" if tls else "SASL_PLAINTEXT",
+            "sasl.mechanism": spec.authentication.mechanism,
+            "sasl.username": user,
+            "sasl.password": os.environ.get("CDCFLOW_KAFKA_PASSWORD", ""),
+        }
+    elif tls:
+        config["security.protocol"] = "SSL"
+    if tls and spec.tls is not None and spec.tls.ca_secret_name:
+        config["ssl.ca.location"] = os.environ.get("CDCFLOW_KAFKA_CA_FILE", KAFKA_CA_FILE)
+    return config
+
+
 def _postgres_connector(
     resource: CdcConnector,
     properties: ConnectorProperties,
@@ -322,7 +355,9 @@ def _postgres_connector(
         database=source.database,
         user=login.user,
         password=login.password,
-        sslmode=properties.database_sslmode,
+        sslmode=properties.database_sslmode
+        if "database.sslmode" in resource.spec.config
+        else source.ssl_mode,
         sslrootcert=properties.database_sslrootcert,
     )
     return PostgresConnector(
@@ -345,6 +380,7 @@ def _sink(resource: CdcConnector, properties: ConnectorProperties, kind: SinkKin
         tuning["queue.buffering.max.kbytes"] = max(1, properties.max_queue_size_in_bytes // 1024)
     return KafkaSink(
         bootstrap_servers=resource.spec.kafka.bootstrap_servers,
+        client_config=kafka_security(resource.spec.kafka),
         producer_config={**tuning, **resource.spec.kafka.producer},
         partitions=properties.topic_creation_default_partitions,
         replication_factor=properties.topic_creation_default_replication_factor,
@@ -370,6 +406,7 @@ def _offsets(
 
         return KafkaOffsetStore(
             bootstrap_servers=resource.spec.kafka.bootstrap_servers,
+            client_config=kafka_security(resource.spec.kafka),
             topic=spec.topic or f"{server}-offsets",
             connector=name,
             server=server,

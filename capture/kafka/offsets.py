@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
@@ -25,11 +26,21 @@ log = logging.getLogger(__name__)
 class KafkaOffsetStore:
     """Offsets stored as records of a compacted topic."""
 
-    def __init__(self, *, bootstrap_servers: str, topic: str, connector: str, server: str) -> None:
+    def __init__(
+        self,
+        *,
+        bootstrap_servers: str,
+        topic: str,
+        connector: str,
+        server: str,
+        client_config: Mapping[str, Any] | None = None,
+    ) -> None:
         self._bootstrap = bootstrap_servers
+        self._security = dict(client_config or {})
         self.topic = topic
         self._key = orjson.dumps(partition_key(connector, server))
         config: dict[str, Any] = {
+            **self._security,
             "bootstrap.servers": bootstrap_servers,
             "enable.idempotence": True,
             "acks": "all",
@@ -39,7 +50,11 @@ class KafkaOffsetStore:
         self._ensure_topic()
 
     def _ensure_topic(self) -> None:
-        admin_config: dict[str, Any] = {"bootstrap.servers": self._bootstrap, "logger": log}
+        admin_config: dict[str, Any] = {
+            **self._security,
+            "bootstrap.servers": self._bootstrap,
+            "logger": log,
+        }
         admin = AdminClient(admin_config)
         if self.topic in admin.list_topics(timeout=30).topics:
             return
@@ -61,6 +76,7 @@ class KafkaOffsetStore:
     def _read_all(self) -> list[tuple[bytes | None, bytes | None]]:
         consumer = Consumer(
             {
+                **self._security,
                 "bootstrap.servers": self._bootstrap,
                 "group.id": f"cdcflow-offsets-{uuid.uuid4()}",
                 "enable.auto.commit": False,

@@ -47,12 +47,15 @@ class KafkaSink:
         self,
         *,
         bootstrap_servers: str,
+        client_config: Mapping[str, Any] | None = None,
         producer_config: Mapping[str, Any] | None = None,
         partitions: int = 1,
         replication_factor: int = 1,
     ) -> None:
+        security = dict(client_config or {})
         config = {
             **DEFAULTS,
+            **security,
             **(producer_config or {}),
             "bootstrap.servers": bootstrap_servers,
             "delivery.report.only.error": True,
@@ -60,7 +63,11 @@ class KafkaSink:
             "logger": log,
         }
         self._producer = Producer(config)
-        admin_config: dict[str, Any] = {"bootstrap.servers": bootstrap_servers, "logger": log}
+        admin_config: dict[str, Any] = {
+            **security,
+            "bootstrap.servers": bootstrap_servers,
+            "logger": log,
+        }
         self._admin = AdminClient(admin_config)
         self._partitions = partitions
         self._replication = replication_factor

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from confluent_kafka import Consumer
@@ -14,9 +15,17 @@ class KafkaSignalChannel:
     """Polls the signal topic without blocking the event loop."""
 
     def __init__(
-        self, *, bootstrap_servers: str, topic: str, group_id: str, server: str, timeout_ms: int
+        self,
+        *,
+        bootstrap_servers: str,
+        topic: str,
+        group_id: str,
+        server: str,
+        timeout_ms: int,
+        client_config: Mapping[str, Any] | None = None,
     ) -> None:
         config: dict[str, Any] = {
+            **(client_config or {}),
             "bootstrap.servers": bootstrap_servers,
             "group.id": group_id,
             "auto.offset.reset": "earliest",

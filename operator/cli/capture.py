@@ -11,8 +11,9 @@ from types import FrameType
 
 import click
 
-from cdcflow.capture.config import ConfigError, load_connector
+from cdcflow.capture.config import ConfigError
 from cdcflow.capture.errors import CaptureError
+from cdcflow.capture.resource import load_connector
 from cdcflow.operator.cli import progress
 
 

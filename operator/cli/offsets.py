@@ -11,7 +11,8 @@ from pathlib import Path
 import click
 import orjson
 
-from cdcflow.capture.config import ConfigError, load_connector
+from cdcflow.capture.config import ConfigError
+from cdcflow.capture.resource import load_connector
 from cdcflow.capture.spi import OffsetStore
 
 _FILE = click.option(

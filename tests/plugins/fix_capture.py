@@ -22,8 +22,8 @@ import psycopg
 import pytest
 import yaml
 
-from cdcflow.capture.config import CdcConnector
 from cdcflow.capture.engine import Engine, Login, build_engine
+from cdcflow.capture.resource import CdcConnector
 from cdcflow.operator.devservices.kafka import KafkaBroker
 from cdcflow.operator.devservices.postgres import PostgresServer
 from tests.plugins.fix_kafka import read_topic_to_end

@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cdcflow.capture.config import ConfigError, load_connector, parse_properties
+from cdcflow.capture.config import ConfigError, parse_properties
+from cdcflow.capture.engine import kafka_security
+from cdcflow.capture.resource import CdcConnector, KafkaSpec, load_connector
 
 
 def test_defaults_match_debezium() -> None:
@@ -133,3 +135,64 @@ def test_a_misspelled_spec_field_is_rejected(tmp_path: Path) -> None:
     )
     with pytest.raises(ConfigError, match=r"spec\.kafak: Extra inputs are not permitted"):
         load_connector(path)
+
+
+def _resource(spec: dict[str, object]) -> CdcConnector:
+    return CdcConnector.model_validate(
+        {"kind": "CdcConnector", "metadata": {"name": "shop"}, "spec": spec}
+    )
+
+
+SOURCE = {"postgresql": {"host": "db", "database": "shop"}}
+
+
+def test_typed_spec_fields_become_debezium_properties() -> None:
+    properties = _resource(
+        {
+            "source": SOURCE,
+            "tables": {"include": ["public.orders", "public.items"]},
+            "snapshot": {"mode": "when_needed"},
+            "signals": {"table": "public.signals", "channels": ["source", "kafka"]},
+            "heartbeat": {"intervalMs": 5000},
+            "topicPrefix": "shop-eu",
+        }
+    ).properties()
+    assert properties.table_include_list == ("public.orders", "public.items")
+    assert properties.snapshot_mode == "when_needed"
+    assert properties.signal_data_collection == "public.signals"
+    assert properties.signal_enabled_channels == ("source", "kafka")
+    assert properties.heartbeat_interval_ms == 5000
+    assert properties.topic_prefix == "shop-eu"
+
+
+def test_a_property_set_by_a_typed_field_and_in_config_is_an_error() -> None:
+    resource = _resource(
+        {
+            "source": SOURCE,
+            "snapshot": {"mode": "never"},
+            "config": {"snapshot.mode": "initial"},
+        }
+    )
+    with pytest.raises(ConfigError, match="snapshot.mode is set both"):
+        resource.properties()
+
+
+def test_kafka_sasl_settings_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = KafkaSpec.model_validate(
+        {
+            "bootstrapServers": "k:9093",
+            "tls": {"enabled": True, "caSecretName": "kafka-ca"},
+            "authentication": {"mechanism": "SCRAM-SHA-512", "secretName": "kafka-login"},
+        }
+    )
+    with pytest.raises(ConfigError, match="CDCFLOW_KAFKA_USERNAME"):
+        kafka_security(spec)
+    monkeypatch.setenv("CDCFLOW_KAFKA_USERNAME", "cdc")
+    monkeypatch.setenv("CDCFLOW_KAFKA_PASSWORD", "pw")
+    assert kafka_security(spec) == {
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.username": "cdc",
+        "sasl.password": "pw",
+        "ssl.ca.location": "/etc/cdcflow/kafka-ca/ca.crt",
+    }

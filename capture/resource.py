@@ -1,0 +1,283 @@
+"""The CdcConnector custom resource: the YAML `cdcflow capture -f` runs and the operator reconciles.
+
+One set of pydantic models serves three readers: the engine (which turns it into connector
+properties), the operator (which renders it into a ConfigMap and a StatefulSet) and the CRD
+generator (field descriptions become ``kubectl explain`` text, constraints become the
+OpenAPI schema and CEL rules). Typed conveniences (``tables``, ``snapshot``, ``signals``,
+``heartbeat``) map onto Debezium properties; everything else goes in ``config`` under its
+Debezium name. Credentials are only ever Secret references.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from cdcflow.capture.config import ConfigError, ConnectorProperties, explain, parse_properties
+
+API_VERSION = "cdcflow.io/v1alpha1"
+DEFAULT_IMAGE = "ghcr.io/cdcflow/cdcflow:0.1.0"
+SignalChannel = Literal["source", "kafka"]
+SnapshotMode = Literal[
+    "initial", "always", "never", "no_data", "initial_only", "when_needed", "exported"
+]
+
+
+class Spec(BaseModel):
+    """Base of every spec model: unknown fields are errors, camelCase names on the wire."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class Credentials(Spec):
+    """A Secret holding the login; the operator mounts it as environment variables."""
+
+    secret_name: str = Field(
+        "", alias="secretName", description="Name of the Secret in the connector's namespace."
+    )
+    username_key: str = Field("username", alias="usernameKey", description="Key of the user.")
+    password_key: str = Field("password", alias="passwordKey", description="Key of the password.")
+
+
+class PostgresSource(Spec):
+    """A PostgreSQL primary with wal_level=logical."""
+
+    host: str = Field(min_length=1, description="Host name or address of the primary.")
+    port: int = Field(5432, ge=1, le=65535, description="Port of the server.")
+    database: str = Field(min_length=1, description="Database to capture.")
+    credentials: Credentials = Field(
+        default_factory=Credentials, description="Secret with the connector's database login."
+    )
+    ssl_mode: Literal["disable", "allow", "prefer", "require", "verify-ca", "verify-full"] = Field(
+        "prefer", alias="sslMode", description="libpq sslmode."
+    )
+    ca_secret_name: str = Field(
+        "", alias="caSecretName", description="Secret whose ca.crt verifies the server (TLS)."
+    )
+
+
+class Source(Spec):
+    """The source database: exactly one of the typed sources."""
+
+    postgresql: PostgresSource | None = Field(None, description="A PostgreSQL source.")
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> Source:
+        if self.postgresql is None:
+            raise ValueError("spec.source needs exactly one of: postgresql")
+        return self
+
+    @property
+    def kind(self) -> str:
+        return "postgresql"
+
+
+class Tables(Spec):
+    """Which tables to capture (regular expressions over schema.table)."""
+
+    include: list[str] = Field(default_factory=list, description="table.include.list")
+    exclude: list[str] = Field(default_factory=list, description="table.exclude.list")
+
+
+class Snapshot(Spec):
+    """How the connector snapshots."""
+
+    mode: SnapshotMode | None = Field(None, description="snapshot.mode (default initial).")
+
+
+class Signals(Spec):
+    """Where signals (ad hoc snapshots, CdcSnapshotSignal) arrive."""
+
+    table: str = Field("", description="signal.data.collection: schema.table of the signal table.")
+    channels: list[SignalChannel] = Field(
+        default_factory=lambda: list[SignalChannel](["source"]),
+        description="signal.enabled.channels",
+    )
+
+
+class Heartbeat(Spec):
+    """Heartbeats keep slots advancing while captured tables are quiet."""
+
+    interval_ms: int = Field(0, alias="intervalMs", ge=0, description="heartbeat.interval.ms")
+    action_query: str = Field("", alias="actionQuery", description="heartbeat.action.query")
+
+
+class KafkaAuthentication(Spec):
+    """SASL login to Kafka, from a Secret."""
+
+    mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] = "SCRAM-SHA-512"
+    secret_name: str = Field(alias="secretName", min_length=1, description="Secret with the login.")
+    username_key: str = Field("username", alias="usernameKey")
+    password_key: str = Field("password", alias="passwordKey")
+
+
+class KafkaTls(Spec):
+    """TLS to Kafka."""
+
+    enabled: bool = Field(False, description="Connect with TLS.")
+    ca_secret_name: str = Field(
+        "", alias="caSecretName", description="Secret whose ca.crt verifies the brokers."
+    )
+
+
+class KafkaSpec(Spec):
+    """The Kafka cluster events are written to."""
+
+    bootstrap_servers: str = Field(
+        alias="bootstrapServers", min_length=1, description="host:port[,host:port]"
+    )
+    producer: dict[str, str | int | bool] = Field(
+        default_factory=dict, description="librdkafka producer settings passed through as is."
+    )
+    tls: KafkaTls | None = Field(None, description="TLS settings.")
+    authentication: KafkaAuthentication | None = Field(None, description="SASL settings.")
+
+
+class OffsetsSpec(Spec):
+    """Where connector positions are stored."""
+
+    store: Literal["file", "kafka", "memory"] = Field(
+        "file", description="file (a volume of the capture pod), kafka (compacted topic), memory."
+    )
+    path: str = Field("", description="file store: the offsets file (default under the cache).")
+    topic: str = Field("", description="kafka store: compacted topic (default <prefix>-offsets).")
+    reset_request: int = Field(
+        0,
+        alias="resetRequest",
+        ge=0,
+        description="Raise to reset the stored offsets once; allowed only while state is stopped.",
+    )
+
+
+class Resources(Spec):
+    """Compute requests and limits of the capture container."""
+
+    requests: dict[str, str | int] = Field(default_factory=dict)
+    limits: dict[str, str | int] = Field(default_factory=dict)
+
+
+class Runtime(Spec):
+    """The capture pod the operator runs."""
+
+    image: str = Field(DEFAULT_IMAGE, description="Image with cdcflow[capture] installed.")
+    image_pull_policy: Literal["Always", "IfNotPresent", "Never"] = Field(
+        "IfNotPresent", alias="imagePullPolicy"
+    )
+    resources: Resources = Field(default_factory=Resources)
+
+
+class AutoRestart(Spec):
+    """Restart a failed connector with backoff (min(n²+n, 60) minutes, as Strimzi)."""
+
+    enabled: bool = True
+    max_restarts: int | None = Field(None, alias="maxRestarts", ge=0)
+
+
+class ConnectorSpec(Spec):
+    """What to capture, where to send it and how to run it."""
+
+    source: Source = Field(description="The source database.")
+    tables: Tables = Field(default_factory=Tables, description="Captured tables.")
+    snapshot: Snapshot = Field(default_factory=Snapshot, description="Snapshot behaviour.")
+    signals: Signals = Field(default_factory=Signals, description="Signal channels.")
+    heartbeat: Heartbeat = Field(default_factory=Heartbeat, description="Heartbeats.")
+    topic_prefix: str = Field(
+        "",
+        alias="topicPrefix",
+        pattern=r"^([A-Za-z0-9._-]+)?$",
+        description="topic.prefix (default: the resource name).",
+    )
+    kafka: KafkaSpec | None = Field(None, description="The Kafka cluster.")
+    offsets: OffsetsSpec = Field(default_factory=OffsetsSpec, description="Offset storage.")
+    runtime: Runtime = Field(default_factory=Runtime, description="The capture pod.")
+    state: Literal["running", "paused", "stopped"] = Field(
+        "running", description="running, paused (pod kept, no capture) or stopped (no pod)."
+    )
+    restart_request: int = Field(
+        0, alias="restartRequest", ge=0, description="Raise to restart the capture pod once."
+    )
+    auto_restart: AutoRestart = Field(
+        default_factory=AutoRestart, alias="autoRestart", description="Automatic restarts."
+    )
+    cleanup_policy: Literal["Retain", "Delete"] = Field(
+        "Retain",
+        alias="cleanupPolicy",
+        description="Delete drops the replication slot and publication when the resource goes.",
+    )
+    config: dict[str, str | int | bool | float] = Field(
+        default_factory=dict, description="Debezium connector properties by their Debezium names."
+    )
+
+
+class Metadata(BaseModel):
+    """The parts of ObjectMeta cdcflow reads."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+    name: str = Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63)
+    namespace: str = "default"
+
+
+class CdcConnector(Spec):
+    """A change data capture connector (cdcflow.io/v1alpha1 CdcConnector)."""
+
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+    api_version: Literal["cdcflow.io/v1alpha1"] = Field("cdcflow.io/v1alpha1", alias="apiVersion")
+    kind: Literal["CdcConnector"] = "CdcConnector"
+    metadata: Metadata
+    spec: ConnectorSpec
+
+    def properties(self) -> ConnectorProperties:
+        """Debezium properties: ``config`` plus the typed fields (setting one twice is an error)."""
+        raw: dict[str, Any] = dict(self.spec.config)
+        for name, value in self._typed_properties().items():
+            if name in raw and raw[name] != value:
+                raise ConfigError(
+                    f"{name} is set both by a typed spec field and in spec.config; keep one"
+                )
+            raw[name] = value
+        if "topic.prefix" not in raw and "database.server.name" not in raw:
+            raw["topic.prefix"] = self.metadata.name
+        return parse_properties(raw)
+
+    def _typed_properties(self) -> dict[str, Any]:
+        spec, out = self.spec, dict[str, Any]()
+        if spec.tables.include:
+            out["table.include.list"] = ",".join(spec.tables.include)
+        if spec.tables.exclude:
+            out["table.exclude.list"] = ",".join(spec.tables.exclude)
+        if spec.snapshot.mode:
+            out["snapshot.mode"] = spec.snapshot.mode
+        if spec.signals.table:
+            out["signal.data.collection"] = spec.signals.table
+            out["signal.enabled.channels"] = ",".join(spec.signals.channels)
+        if spec.heartbeat.interval_ms:
+            out["heartbeat.interval.ms"] = spec.heartbeat.interval_ms
+        if spec.heartbeat.action_query:
+            out["heartbeat.action.query"] = spec.heartbeat.action_query
+        if spec.topic_prefix:
+            out["topic.prefix"] = spec.topic_prefix
+        return out
+
+
+def load_connector(path: Path) -> CdcConnector:
+    """Read a CdcConnector YAML file, with errors that name the file and the field."""
+    try:
+        document = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as error:
+        raise ConfigError(f"cannot read {path}: {error}") from None
+    if not isinstance(document, dict) or document.get("kind") != "CdcConnector":
+        raise ConfigError(f"{path} is not a CdcConnector resource (kind: CdcConnector expected)")
+    return parse_connector(document, origin=str(path))
+
+
+def parse_connector(document: dict[str, Any], *, origin: str = "CdcConnector") -> CdcConnector:
+    """Validate a CdcConnector document (from a file or the API server)."""
+    try:
+        connector = CdcConnector.model_validate(document)
+    except ValidationError as error:
+        raise ConfigError(f"{origin}: {explain(error)}") from None
+    connector.properties()
+    return connector
