@@ -173,7 +173,7 @@ def test_a_property_set_by_a_typed_field_and_in_config_is_an_error() -> None:
             "config": {"snapshot.mode": "initial"},
         }
     )
-    with pytest.raises(ConfigError, match="snapshot.mode is set both"):
+    with pytest.raises(ConfigError, match=r"snapshot\.mode is set both"):
         resource.properties()
 
 
