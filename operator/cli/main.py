@@ -6,7 +6,7 @@ from importlib import metadata
 
 import click
 
-from cdcflow.operator.cli import capture, demo, offsets, planned
+from cdcflow.operator.cli import capture, crds, demo, offsets, planned
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -27,7 +27,8 @@ def version() -> None:
 cli.add_command(capture.capture)
 cli.add_command(offsets.offsets)
 cli.add_command(demo.demo)
-for planned_command in (planned.operator, planned.sink, planned.crds):
+cli.add_command(crds.crds)
+for planned_command in (planned.operator, planned.sink):
     cli.add_command(planned_command)
 
 

@@ -19,4 +19,3 @@ def _planned(name: str, summary: str) -> click.Command:
 
 operator = _planned("operator", "run the Kubernetes operator for CdcConnector resources")
 sink = _planned("sink", "run a CdcSink YAML as a local Spark job applying changes to Delta")
-crds = _planned("crds", "generate the CustomResourceDefinitions from the models")

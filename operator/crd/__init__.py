@@ -1,0 +1,1 @@
+"""CustomResourceDefinitions generated from the pydantic models (``cdcflow crds generate``)."""

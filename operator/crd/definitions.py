@@ -1,0 +1,224 @@
+"""The three CustomResourceDefinitions of group cdcflow.io, version v1alpha1, category cdc.
+
+Specs come from the pydantic models; status schemas, printer columns, short names and CEL
+rules are declared here. Conditions are ``metav1.Condition``-shaped and a list-map keyed by
+``type``, so ``kubectl wait --for=condition=Ready``, kstatus and Argo CD all read them.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from cdcflow.capture.resource import ConnectorSpec
+from cdcflow.operator.crd.schema import JSON, structural
+from cdcflow.operator.resources import SnapshotSignalSpec
+
+GROUP = "cdcflow.io"
+VERSION = "v1alpha1"
+CATEGORY = "cdc"
+
+CONDITION: JSON = {
+    "type": "object",
+    "required": ["type", "status", "lastTransitionTime", "reason", "message"],
+    "properties": {
+        "type": {"type": "string", "maxLength": 316},
+        "status": {"type": "string", "enum": ["True", "False", "Unknown"]},
+        "observedGeneration": {"type": "integer", "format": "int64", "minimum": 0},
+        "lastTransitionTime": {"type": "string", "format": "date-time"},
+        "reason": {
+            "type": "string",
+            "maxLength": 1024,
+            "minLength": 1,
+            "pattern": "^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$",
+        },
+        "message": {"type": "string", "maxLength": 32768},
+    },
+}
+CONDITIONS: JSON = {
+    "type": "array",
+    "description": "Ready, Reconciling and Stalled (kstatus) plus kind-specific conditions.",
+    "items": CONDITION,
+    "x-kubernetes-list-type": "map",
+    "x-kubernetes-list-map-keys": ["type"],
+}
+OPEN_OBJECT: JSON = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+
+
+def _status(properties: JSON) -> JSON:
+    return {
+        "type": "object",
+        "description": "Observed state, written by the operator.",
+        "properties": {
+            "observedGeneration": {"type": "integer", "format": "int64"},
+            "conditions": CONDITIONS,
+            **properties,
+        },
+    }
+
+
+def _column(name: str, path: str, *, kind: str = "string", priority: int = 0) -> JSON:
+    column: JSON = {"name": name, "type": kind, "jsonPath": path}
+    if priority:
+        column["priority"] = priority
+    return column
+
+
+def _condition_column(name: str, condition: str, field: str = "status") -> JSON:
+    return _column(name, f'.status.conditions[?(@.type=="{condition}")].{field}')
+
+
+AGE = _column("Age", ".metadata.creationTimestamp", kind="date")
+
+
+def _crd(
+    *,
+    kind: str,
+    plural: str,
+    short_names: list[str],
+    spec_model: type[BaseModel],
+    status: JSON,
+    columns: list[JSON],
+    spec_rules: list[JSON] | None = None,
+) -> JSON:
+    spec = structural(spec_model)
+    if spec_rules:
+        spec["x-kubernetes-validations"] = spec_rules
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{GROUP}"},
+        "spec": {
+            "group": GROUP,
+            "scope": "Namespaced",
+            "names": {
+                "kind": kind,
+                "listKind": f"{kind}List",
+                "plural": plural,
+                "singular": kind.lower(),
+                "shortNames": short_names,
+                "categories": [CATEGORY],
+            },
+            "versions": [
+                {
+                    "name": VERSION,
+                    "served": True,
+                    "storage": True,
+                    "subresources": {"status": {}},
+                    "additionalPrinterColumns": columns,
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "description": (spec_model.__doc__ or "").strip().splitlines()[0],
+                            "required": ["spec"],
+                            "properties": {
+                                "apiVersion": {"type": "string"},
+                                "kind": {"type": "string"},
+                                "metadata": {"type": "object"},
+                                "spec": spec,
+                                "status": status,
+                            },
+                        }
+                    },
+                }
+            ],
+        },
+    }
+
+
+def connector_crd() -> JSON:
+    status = _status(
+        {
+            "source": {"type": "string", "description": "kind://host:port/database"},
+            "state": {"type": "string", "description": "Capture state from the pod."},
+            "snapshot": {
+                "type": "string",
+                "description": "Snapshot progress, e.g. 45% or Completed.",
+            },
+            "lag": {"type": "string", "description": "Milliseconds behind the source."},
+            "topics": {"type": "array", "items": {"type": "string"}},
+            "capture": OPEN_OBJECT,
+            "secretHash": {"type": "string"},
+            "lastRestartRequest": {"type": "integer"},
+            "lastResetRequest": {"type": "integer"},
+            "autoRestart": OPEN_OBJECT,
+        }
+    )
+    columns = [
+        _column("Source", ".status.source"),
+        _column("State", ".status.state"),
+        _column("Snapshot", ".status.snapshot"),
+        _column("Lag", ".status.lag"),
+        _condition_column("Ready", "Ready"),
+        _condition_column("Reason", "Ready", "reason"),
+        AGE,
+    ]
+    rules = [
+        {
+            "rule": "!has(oldSelf.offsets) || !has(self.offsets) || "
+            "self.offsets.resetRequest == oldSelf.offsets.resetRequest || self.state == 'stopped'",
+            "message": "offsets.resetRequest may change only while state is stopped",
+        },
+        {
+            "rule": "!has(self.config) || self.config.all(k, !(k in "
+            "['database.password', 'database.user', 'database.sslpassword']))",
+            "message": "credentials are not allowed in config: use source.*.credentials.secretName",
+        },
+    ]
+    return _crd(
+        kind="CdcConnector",
+        plural="cdcconnectors",
+        short_names=["cdcc"],
+        spec_model=ConnectorSpec,
+        status=status,
+        columns=columns,
+        spec_rules=rules,
+    )
+
+
+def signal_crd() -> JSON:
+    status = _status(
+        {
+            "signalId": {"type": "string"},
+            "sentTime": {"type": "string", "format": "date-time"},
+            "completedTime": {"type": "string", "format": "date-time"},
+            "progress": OPEN_OBJECT,
+        }
+    )
+    columns = [
+        _column("Connector", ".spec.connectorRef.name"),
+        _column("Action", ".spec.action"),
+        _column("Type", ".spec.type"),
+        _condition_column("Succeeded", "Succeeded"),
+        _condition_column("Reason", "Succeeded", "reason"),
+        AGE,
+    ]
+    rules = [
+        {"rule": "self == oldSelf", "message": "spec is immutable: create a new CdcSnapshotSignal"},
+        {
+            "rule": "self.action != 'execute' || size(self.dataCollections) > 0",
+            "message": "action execute needs at least one entry in dataCollections",
+        },
+    ]
+    return _crd(
+        kind="CdcSnapshotSignal",
+        plural="cdcsnapshotsignals",
+        short_names=["cdcsig"],
+        spec_model=SnapshotSignalSpec,
+        status=status,
+        columns=columns,
+        spec_rules=rules,
+    )
+
+
+def all_crds() -> dict[str, JSON]:
+    """File name → CRD, for ``crds/``."""
+    crds = [connector_crd(), signal_crd(), *_sink_crds()]
+    return {f"{crd['spec']['group']}_{crd['spec']['names']['plural']}.yaml": crd for crd in crds}
+
+
+def _sink_crds() -> list[JSON]:
+    try:
+        from cdcflow.operator.crd.sink import sink_crd
+    except ImportError:
+        return []
+    return [sink_crd()]
