@@ -212,13 +212,5 @@ def signal_crd() -> JSON:
 
 def all_crds() -> dict[str, JSON]:
     """File name → CRD, for ``crds/``."""
-    crds = [connector_crd(), signal_crd(), *_sink_crds()]
+    crds = [connector_crd(), signal_crd()]
     return {f"{crd['spec']['group']}_{crd['spec']['names']['plural']}.yaml": crd for crd in crds}
-
-
-def _sink_crds() -> list[JSON]:
-    try:
-        from cdcflow.operator.crd.sink import sink_crd
-    except ImportError:
-        return []
-    return [sink_crd()]
