@@ -94,6 +94,18 @@ class Engine:
     stats: Stats
     stop: threading.Event = field(default_factory=threading.Event)
 
+    def send_signal(self, signal_id: str, signal_type: str, data: str) -> bool:
+        """Insert a signal into the signal table unless a row with this id exists (idempotent)."""
+        if not self.properties.signal_data_collection:
+            raise ConfigError("no signal.data.collection configured")
+        inserted: bool = self.connector.insert_signal(
+            table=self.properties.signal_data_collection,
+            signal_id=signal_id,
+            signal_type=signal_type,
+            data=data,
+        )
+        return inserted
+
     def _pipeline(self) -> Pipeline:
         framing = Framing(
             topics=_topics(self.properties),

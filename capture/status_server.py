@@ -1,14 +1,15 @@
-"""The engine's HTTP endpoint: ``/metrics`` (Prometheus), ``/healthz``, ``/readyz``, ``/status``.
+"""The engine's HTTP endpoint: ``/metrics``, ``/healthz``, ``/readyz``, ``/status``, ``/signals``.
 
 Metrics are produced by a custom collector reading :class:`Stats` at scrape time. ``/readyz``
 answers 200 once the connector is snapshotting or streaming; ``/healthz`` answers 200 unless
-the engine failed.
+the engine failed. ``POST /signals`` inserts a signal row (idempotently, by id) into the
+signal table; the operator uses it for CdcSnapshotSignal resources.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import orjson
@@ -79,8 +80,41 @@ class StatsCollector(Collector):
         yield counter("offsets_committed", "Offsets saved after Kafka acks.", s.offsets_committed)
 
 
-def _handler(stats: Stats, registry: CollectorRegistry) -> type[BaseHTTPRequestHandler]:
+#: Inserts a signal (id, type, data JSON) into the signal table; False if it was there already.
+SignalSender = Callable[[str, str, str], bool]
+MAX_SIGNAL_BYTES = 65536
+
+
+def _handler(
+    stats: Stats, registry: CollectorRegistry, send_signal: SignalSender | None
+) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            if self.path.split("?", 1)[0] != "/signals":
+                self._send(404, b"not found", "text/plain")
+                return
+            if send_signal is None:
+                self._send(409, b"no signal.data.collection configured", "text/plain")
+                return
+            length = int(self.headers.get("Content-Length") or 0)
+            if length > MAX_SIGNAL_BYTES:
+                self._send(413, b"signal too large", "text/plain")
+                return
+            try:
+                body = orjson.loads(self.rfile.read(length))
+                args = (str(body["id"]), str(body["type"]), orjson.dumps(body.get("data", {})))
+            except (orjson.JSONDecodeError, KeyError, TypeError):
+                self._send(400, b'expected {"id", "type", "data"}', "text/plain")
+                return
+            try:
+                inserted = send_signal(args[0], args[1], args[2].decode())
+            except Exception as error:  # the caller retries; the message says why
+                self._send(503, str(error).encode(), "text/plain")
+                return
+            self._send(
+                201 if inserted else 200, b"inserted" if inserted else b"exists", "text/plain"
+            )
+
         def do_GET(self) -> None:
             path = self.path.split("?", 1)[0]
             if path == "/metrics":
@@ -112,10 +146,18 @@ def _handler(stats: Stats, registry: CollectorRegistry) -> type[BaseHTTPRequestH
 class StatusServer:
     """Serves the endpoints from a daemon thread until :meth:`close`."""
 
-    def __init__(self, stats: Stats, *, host: str = "0.0.0.0", port: int = 8080) -> None:
+    def __init__(
+        self,
+        stats: Stats,
+        *,
+        host: str = "0.0.0.0",
+        port: int = 8080,
+        send_signal: SignalSender | None = None,
+    ) -> None:
         registry = CollectorRegistry()
         registry.register(StatsCollector(stats))
-        self._server = ThreadingHTTPServer((host, port), _handler(stats, registry))
+        handler = _handler(stats, registry, send_signal)
+        self._server = ThreadingHTTPServer((host, port), handler)
         self.port = self._server.server_address[1]
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()

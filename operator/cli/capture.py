@@ -83,7 +83,11 @@ def capture(
     except CaptureError as error:
         raise click.ClickException(str(error)) from None
     _stop_on_signals(engine.stop)
-    server = StatusServer(engine.stats, port=status_port) if status_port >= 0 else None
+    server = (
+        StatusServer(engine.stats, port=status_port, send_signal=engine.send_signal)
+        if status_port >= 0
+        else None
+    )
     reporter = progress.start(engine.stats, engine.stop, tty=sys.stderr.isatty())
     try:
         engine.run()

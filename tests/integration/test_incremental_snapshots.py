@@ -307,3 +307,41 @@ def test_a_signal_sent_through_kafka_starts_an_incremental_snapshot(
     reads = [e for e in capture.events(f"public.{table}") if e.payload and e.payload["op"] == "r"]
     assert len(reads) == 1_500
     assert "other-connector" not in running.engine.stats.signals
+
+
+def test_signals_posted_to_the_engine_endpoint_are_inserted_once(capture: CaptureHarness) -> None:
+    import urllib.request
+
+    from cdcflow.capture.status_server import StatusServer
+
+    table, signal = _setup(capture, 700)
+    running = capture.start(capture.resource([table], **_config(signal)))
+    server = StatusServer(
+        running.engine.stats, host="127.0.0.1", port=0, send_signal=running.engine.send_signal
+    )
+    body = orjson.dumps(
+        {
+            "id": "from-http",
+            "type": "execute-snapshot",
+            "data": {"data-collections": [f"public.{table}"]},
+        }
+    )
+
+    def post() -> int:
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{server.port}/signals", data=body, method="POST"
+        )
+        with urllib.request.urlopen(request, timeout=10) as reply:
+            return int(reply.status)
+
+    try:
+        first, second = post(), post()
+        _wait_for_status(running, "from-http", "COMPLETED", timeout=120)
+    finally:
+        server.close()
+        running.stop()
+
+    assert (first, second) == (201, 200)
+    assert capture.query(f"SELECT count(*) FROM {signal} WHERE id = 'from-http'") == [(1,)]
+    reads = [e for e in capture.events(f"public.{table}") if e.payload and e.payload["op"] == "r"]
+    assert len(reads) == 700

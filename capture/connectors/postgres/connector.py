@@ -311,6 +311,15 @@ class PostgresConnector:
             signal_table=TableId(schema, table) if table else None,
         )
 
+    def insert_signal(self, *, table: str, signal_id: str, signal_type: str, data: str) -> bool:
+        """Insert a signal row on a connection of its own; False when the id exists already."""
+        schema, _, name = table.partition(".")
+        statement = sql.SQL("INSERT INTO {} VALUES (%s, %s, %s) ON CONFLICT DO NOTHING").format(
+            sql.Identifier(schema, name)
+        )
+        with connect(self.endpoint) as conn:
+            return conn.execute(statement, (signal_id, signal_type, data)).rowcount == 1
+
     # -- side duties -------------------------------------------------------------------------
 
     def heartbeat(self) -> None:
