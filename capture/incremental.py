@@ -229,6 +229,7 @@ class IncrementalSnapshotter:
     def _stop(self, signal: signals.Signal) -> None:
         request = signals.snapshot_request(signal, stopping=True)
         if self._state is None:
+            self._announce("IGNORED", signal.id, reason="no incremental snapshot is running")
             return
         if request.collections:
             matches = {str(t) for t in self._source.matching_tables(request.collections)}
@@ -246,16 +247,20 @@ class IncrementalSnapshotter:
         self._announce("ABORTED", signal.id)
 
     def _pause(self, signal: signals.Signal) -> None:
-        if self._state is not None and not self._state.paused:
-            self._state.paused = True
-            self._announce("PAUSED", signal.id)
+        if self._state is None or self._state.paused:
+            self._announce("IGNORED", signal.id, reason="no running snapshot to pause")
+            return
+        self._state.paused = True
+        self._announce("PAUSED", signal.id)
 
     def _resume(self, signal: signals.Signal) -> None:
-        if self._state is not None and self._state.paused:
-            self._state.paused = False
-            self._announce("RESUMED", signal.id)
-            if self._window is None:
-                self._next_chunk()
+        if self._state is None or not self._state.paused:
+            self._announce("IGNORED", signal.id, reason="no paused snapshot to resume")
+            return
+        self._state.paused = False
+        self._announce("RESUMED", signal.id)
+        if self._window is None:
+            self._next_chunk()
 
     # -- the DBLog window --------------------------------------------------------------------
 

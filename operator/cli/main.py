@@ -6,7 +6,15 @@ from importlib import metadata
 
 import click
 
-from cdcflow.operator.cli import capture, crds, demo, offsets, planned
+from cdcflow.operator.cli import (
+    capture,
+    cleanup,
+    crds,
+    demo,
+    offsets,
+    operator_command,
+    planned,
+)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -28,7 +36,9 @@ cli.add_command(capture.capture)
 cli.add_command(offsets.offsets)
 cli.add_command(demo.demo)
 cli.add_command(crds.crds)
-for planned_command in (planned.operator, planned.sink):
+cli.add_command(cleanup.cleanup)
+cli.add_command(operator_command.operator)
+for planned_command in (planned.sink,):
     cli.add_command(planned_command)
 
 

@@ -17,5 +17,4 @@ def _planned(name: str, summary: str) -> click.Command:
     return command
 
 
-operator = _planned("operator", "run the Kubernetes operator for CdcConnector resources")
 sink = _planned("sink", "run a CdcSink YAML as a local Spark job applying changes to Delta")

@@ -311,6 +311,21 @@ class PostgresConnector:
             signal_table=TableId(schema, table) if table else None,
         )
 
+    def drop_slot_and_publication(self) -> list[str]:
+        """Remove what the connector left on the server (``cleanupPolicy: Delete``)."""
+        dropped = []
+        with connect(self.endpoint) as conn:
+            self._conn = conn
+            if checks.slot_state(conn, self.properties.slot_name) is not None:
+                self._drop_slot()
+                dropped.append(f"slot {self.properties.slot_name}")
+            name = self.properties.publication_name
+            if conn.execute("SELECT 1 FROM pg_publication WHERE pubname = %s", (name,)).fetchone():
+                conn.execute(sql.SQL("DROP PUBLICATION {}").format(sql.Identifier(name)))
+                dropped.append(f"publication {name}")
+        self._conn = None
+        return dropped
+
     def insert_signal(self, *, table: str, signal_id: str, signal_type: str, data: str) -> bool:
         """Insert a signal row on a connection of its own; False when the id exists already."""
         schema, _, name = table.partition(".")

@@ -1,0 +1,40 @@
+"""``cdcflow cleanup``: drop a connector's replication slot and publication (the operator's
+cleanup Job runs this when a CdcConnector with ``cleanupPolicy: Delete`` is deleted)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from cdcflow.capture.config import ConfigError
+from cdcflow.capture.errors import CaptureError
+from cdcflow.capture.resource import load_connector
+
+
+@click.command()
+@click.option(
+    "-f",
+    "--file",
+    "path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    required=True,
+    help="The connector's CdcConnector YAML.",
+)
+@click.option(
+    "--credentials-file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="YAML with `username:` and `password:`. Default: CDCFLOW_DATABASE_USER/_PASSWORD.",
+)
+def cleanup(path: Path, credentials_file: Path | None) -> None:
+    """Drop the connector's replication slot and publication. Offsets are kept."""
+    from cdcflow.capture.engine import Login, build_engine
+
+    try:
+        engine = build_engine(
+            load_connector(path), login=Login.from_environment(credentials_file), sink="stdout"
+        )
+        dropped = engine.connector.drop_slot_and_publication()
+    except (ConfigError, CaptureError) as error:
+        raise click.ClickException(str(error)) from None
+    click.echo(f"dropped {', '.join(dropped)}" if dropped else "nothing to drop")

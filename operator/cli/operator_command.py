@@ -1,0 +1,63 @@
+"""``cdcflow operator``: run the Kubernetes operator (kopf) for the cdcflow.io kinds."""
+
+from __future__ import annotations
+
+import logging
+
+import click
+
+
+@click.command()
+@click.option(
+    "-n",
+    "--namespace",
+    "namespaces",
+    multiple=True,
+    help="Namespace to watch (repeatable). Default: all namespaces.",
+)
+@click.option(
+    "--standalone/--peering",
+    default=True,
+    show_default=True,
+    help="Run alone, or coordinate with other replicas through kopf peering (HA).",
+)
+@click.option("--priority", type=int, default=0, help="Peering priority of this replica.")
+@click.option("--log-level", default="INFO", show_default=True, help="Python logging level.")
+@click.option(
+    "--log-format",
+    type=click.Choice(["json", "plain"]),
+    default="json",
+    show_default=True,
+    help="JSON lines for log collectors, or plain text.",
+)
+@click.option(
+    "--liveness",
+    default="http://0.0.0.0:8081/healthz",
+    show_default=True,
+    help="Liveness endpoint served by kopf.",
+)
+def operator(
+    namespaces: tuple[str, ...],
+    standalone: bool,
+    priority: int,
+    log_level: str,
+    log_format: str,
+    liveness: str,
+) -> None:
+    """Reconcile CdcConnector, CdcSnapshotSignal and CdcSink resources."""
+    import kopf
+
+    import cdcflow.operator.handlers  # noqa: F401 - registers the handlers
+
+    kopf.configure(
+        log_format=kopf.LogFormat.JSON if log_format == "json" else kopf.LogFormat.PLAIN,
+        verbose=log_level.upper() == "DEBUG",
+    )
+    logging.getLogger().setLevel(log_level.upper())
+    kopf.run(
+        standalone=standalone,
+        priority=priority,
+        namespaces=namespaces,
+        clusterwide=not namespaces,
+        liveness_endpoint=liveness,
+    )

@@ -1,0 +1,134 @@
+"""What a CdcConnector's status says, computed from what the operator observed (pure).
+
+Inputs are facts — the parsed resource or the configuration error, the Secrets that are
+missing, and the capture pod's ``/status`` document (or why it could not be read) — and the
+output is the full set of conditions plus the detail columns of ``kubectl get cdcconnectors``.
+Reasons are a stable CamelCase vocabulary documented in docs/operator.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from cdcflow.capture.resource import CdcConnector
+from cdcflow.operator.conditions import Condition, summary
+
+
+@dataclass(frozen=True)
+class Observed:
+    """Facts gathered by one reconcile."""
+
+    resource: CdcConnector | None
+    config_error: str = ""
+    missing_secrets: tuple[str, ...] = ()
+    capture: dict[str, Any] | None = None
+    capture_error: str = ""
+
+
+@dataclass(frozen=True)
+class ConnectorStatus:
+    """Conditions plus the fields shown as printer columns."""
+
+    conditions: list[Condition]
+    fields: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ready_reason(self) -> str:
+        return self.conditions[0].reason
+
+
+def compute(observed: Observed) -> ConnectorStatus:
+    """The status a reconcile writes."""
+    if observed.resource is None:
+        return ConnectorStatus(
+            summary(
+                ready=False, reason="InvalidConfig", message=observed.config_error, stalled=True
+            )
+        )
+    resource = observed.resource
+    fields: dict[str, Any] = {"source": _source(resource)}
+    if observed.missing_secrets:
+        names = ", ".join(observed.missing_secrets)
+        message = f"Secret(s) {names} not found in namespace {resource.metadata.namespace}"
+        conditions = summary(
+            ready=False, reason="SecretNotFound", message=message, reconciling=True
+        )
+        return ConnectorStatus(conditions, {**fields, "state": "WaitingForSecret"})
+    if resource.spec.state != "running":
+        reason = "ConnectorPaused" if resource.spec.state == "paused" else "ConnectorStopped"
+        conditions = summary(
+            ready=True, reason=reason, message=f"spec.state is {resource.spec.state}"
+        )
+        return ConnectorStatus(conditions, {**fields, "state": resource.spec.state.capitalize()})
+    if observed.capture is None:
+        message = f"capture pod not reachable yet: {observed.capture_error}".strip()
+        conditions = summary(
+            ready=False, reason="RuntimeNotReady", message=message, reconciling=True
+        )
+        return ConnectorStatus(conditions, {**fields, "state": "Starting"})
+    return _from_capture(observed.capture, fields)
+
+
+def _source(resource: CdcConnector) -> str:
+    pg = resource.spec.source.postgresql
+    assert pg is not None
+    return f"postgresql://{pg.host}:{pg.port}/{pg.database}"
+
+
+def _from_capture(capture: dict[str, Any], fields: dict[str, Any]) -> ConnectorStatus:
+    phase = str(capture.get("phase", "starting"))
+    snapshot = capture.get("snapshot") or {}
+    streaming = capture.get("streaming") or {}
+    detail = {
+        **fields,
+        "state": phase.capitalize(),
+        "snapshot": _snapshot_text(snapshot),
+        "lag": f"{int(streaming.get('millisecondsBehindSource') or 0)}ms",
+        "topics": sorted(capture.get("topics") or []),
+        "capture": {
+            "phase": phase,
+            "connected": bool(capture.get("connected")),
+            "offset": capture.get("offset") or {},
+            "totalEventsSeen": int(streaming.get("totalEventsSeen") or 0),
+            "lastError": str(capture.get("lastError") or ""),
+        },
+    }
+    if phase == "failed":
+        conditions = summary(
+            ready=False, reason="ConnectorFailed", message=str(capture.get("lastError") or "")
+        )
+    elif phase in ("snapshot", "streaming"):
+        reason = "SnapshotRunning" if phase == "snapshot" else "ConnectorRunning"
+        conditions = summary(ready=True, reason=reason, message=f"capture is {phase}")
+    else:
+        conditions = summary(
+            ready=False, reason="RuntimeNotReady", message=f"capture is {phase}", reconciling=True
+        )
+    snapshot_done = bool(snapshot.get("completed")) or phase == "streaming"
+    conditions += [
+        Condition(
+            "SnapshotCompleted",
+            "True" if snapshot_done else "False",
+            "SnapshotCompleted" if snapshot_done else "SnapshotPending",
+            detail["snapshot"],
+        ),
+        Condition(
+            "Streaming",
+            "True" if phase == "streaming" else "False",
+            "Streaming" if phase == "streaming" else "NotStreaming",
+            f"{detail['capture']['totalEventsSeen']} events, lag {detail['lag']}",
+        ),
+    ]
+    return ConnectorStatus(conditions, detail)
+
+
+def _snapshot_text(snapshot: dict[str, Any]) -> str:
+    if snapshot.get("completed"):
+        return "Completed"
+    tables = snapshot.get("tables") or {}
+    if not snapshot.get("running") or not tables:
+        return "-"
+    done = sum(int(t.get("rowsScanned") or 0) for t in tables.values())
+    total = sum(int(t.get("rowsEstimated") or 0) for t in tables.values())
+    return f"{min(99, done * 100 // total)}%" if total else f"{done} rows"

@@ -1,0 +1,241 @@
+"""The operator's pure parts: children manifests (golden), condition math, status derivation."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from cdcflow.capture.resource import CdcConnector
+from cdcflow.operator import children, connector_status, signal_status
+from cdcflow.operator.conditions import Condition, merge
+from cdcflow.operator.resources import CdcSnapshotSignal
+
+GOLDEN = Path(__file__).parent / "golden" / "connector_children.yaml"
+UID = "6f1c2a54-0000-4000-8000-000000000001"
+
+
+def _connector(**spec: Any) -> CdcConnector:
+    base: dict[str, Any] = {
+        "source": {
+            "postgresql": {
+                "host": "pg.db.svc",
+                "database": "shop",
+                "credentials": {"secretName": "pg-cdc"},
+                "caSecretName": "pg-ca",
+            }
+        },
+        "tables": {"include": ["public.orders"]},
+        "signals": {"table": "public.debezium_signal"},
+        "kafka": {
+            "bootstrapServers": "kafka:9093",
+            "authentication": {"secretName": "kafka-login"},
+        },
+        "runtime": {"resources": {"requests": {"cpu": "250m", "memory": "256Mi"}}},
+    }
+    base.update(spec)
+    return CdcConnector.model_validate(
+        {"metadata": {"name": "orders", "namespace": "shop"}, "spec": base}
+    )
+
+
+def test_children_match_the_golden_manifests() -> None:
+    rendered = yaml.safe_dump_all(
+        children.all_children(_connector(), uid=UID, secret_hash="abc123"), sort_keys=True
+    )
+    if os.environ.get("UPDATE_GOLDEN"):
+        GOLDEN.write_text(rendered)
+    assert rendered == GOLDEN.read_text(), "set UPDATE_GOLDEN=1 to accept intended changes"
+
+
+def _pod(resource: CdcConnector, secret_hash: str = "h1") -> dict[str, Any]:
+    stateful_set = children.stateful_set(resource, uid=UID, secret_hash=secret_hash)
+    return dict(stateful_set["spec"]["template"])
+
+
+def test_credentials_reach_the_pod_only_as_secret_references() -> None:
+    env = _pod(_connector())["spec"]["containers"][0]["env"]
+    by_name = {entry["name"]: entry for entry in env}
+    assert by_name["CDCFLOW_DATABASE_PASSWORD"]["valueFrom"]["secretKeyRef"] == {
+        "name": "pg-cdc",
+        "key": "password",
+    }
+    assert by_name["CDCFLOW_KAFKA_USERNAME"]["valueFrom"]["secretKeyRef"]["name"] == "kafka-login"
+    assert all("value" not in entry or entry["name"] == "CDCFLOW_CACHE" for entry in env)
+
+
+def test_a_secret_or_config_change_rolls_the_pod_template() -> None:
+    first = _pod(_connector(), "h1")["metadata"]["annotations"]
+    rotated = _pod(_connector(), "h2")["metadata"]["annotations"]
+    reconfigured = _pod(_connector(tables={"include": ["public.items"]}), "h1")["metadata"][
+        "annotations"
+    ]
+    restarted = _pod(_connector(restartRequest=3), "h1")["metadata"]["annotations"]
+    assert first["cdcflow.io/secret-hash"] != rotated["cdcflow.io/secret-hash"]
+    assert first["cdcflow.io/config-hash"] != reconfigured["cdcflow.io/config-hash"]
+    assert restarted["cdcflow.io/restart-request"] == "3"
+
+
+def test_only_a_running_connector_has_a_capture_pod() -> None:
+    assert children.replicas(_connector()) == 1
+    assert children.replicas(_connector(state="paused")) == 0
+    assert children.replicas(_connector(state="stopped")) == 0
+
+
+def test_rendered_engine_config_points_at_mounted_files() -> None:
+    config = yaml.safe_load(children.engine_config(_connector()))
+    assert config["spec"]["offsets"]["path"] == "/var/lib/cdcflow/offsets.json"
+    assert config["spec"]["config"]["database.sslrootcert"] == "/etc/cdcflow/database-ca/ca.crt"
+    login = config["spec"]["source"]["postgresql"]["credentials"]
+    assert login == {"secretName": "pg-cdc", "usernameKey": "username", "passwordKey": "password"}
+    assert "database.password" not in config["spec"]["config"]
+
+
+def test_referenced_secrets_cover_logins_and_cas() -> None:
+    assert children.referenced_secrets(_connector()) == ["kafka-login", "pg-ca", "pg-cdc"]
+
+
+def test_transition_time_moves_only_when_status_changes() -> None:
+    first = merge(
+        [], [Condition("Ready", "False", "RuntimeNotReady")], generation=1, timestamp="t1"
+    )
+    same = merge(first, [Condition("Ready", "False", "Starting")], generation=2, timestamp="t2")
+    flipped = merge(
+        same, [Condition("Ready", "True", "ConnectorRunning")], generation=2, timestamp="t3"
+    )
+    assert same[0]["lastTransitionTime"] == "t1" and same[0]["reason"] == "Starting"
+    assert same[0]["observedGeneration"] == 2
+    assert flipped[0]["lastTransitionTime"] == "t3"
+
+
+def _reasons(status: connector_status.ConnectorStatus) -> dict[str, tuple[str, str]]:
+    return {c.type: (c.status, c.reason) for c in status.conditions}
+
+
+def test_missing_secret_is_not_ready_and_not_stalled() -> None:
+    status = connector_status.compute(
+        connector_status.Observed(resource=_connector(), missing_secrets=("pg-cdc",))
+    )
+    reasons = _reasons(status)
+    assert reasons["Ready"] == ("False", "SecretNotFound")
+    assert reasons["Stalled"] == ("False", "NoError")
+    assert reasons["Reconciling"][0] == "True"
+    assert "pg-cdc" in status.conditions[0].message
+
+
+def test_invalid_spec_is_stalled() -> None:
+    status = connector_status.compute(
+        connector_status.Observed(resource=None, config_error="unknown property x")
+    )
+    assert _reasons(status)["Stalled"] == ("True", "InvalidConfig")
+
+
+def test_streaming_capture_is_ready_with_detail_columns() -> None:
+    capture = {
+        "phase": "streaming",
+        "connected": True,
+        "snapshot": {"completed": True, "tables": {}},
+        "streaming": {"millisecondsBehindSource": 42, "totalEventsSeen": 7},
+        "topics": ["orders.public.orders"],
+        "offset": {"lsn": 1},
+    }
+    status = connector_status.compute(
+        connector_status.Observed(resource=_connector(), capture=capture)
+    )
+    reasons = _reasons(status)
+    assert reasons["Ready"] == ("True", "ConnectorRunning")
+    assert reasons["SnapshotCompleted"] == ("True", "SnapshotCompleted")
+    assert reasons["Streaming"] == ("True", "Streaming")
+    assert status.fields["lag"] == "42ms"
+    assert status.fields["snapshot"] == "Completed"
+    assert status.fields["source"] == "postgresql://pg.db.svc:5432/shop"
+
+
+def test_snapshot_progress_shows_as_a_percentage() -> None:
+    capture = {
+        "phase": "snapshot",
+        "snapshot": {"running": True, "tables": {"a": {"rowsScanned": 50, "rowsEstimated": 200}}},
+    }
+    status = connector_status.compute(
+        connector_status.Observed(resource=_connector(), capture=capture)
+    )
+    assert status.fields["snapshot"] == "25%"
+    assert _reasons(status)["Ready"] == ("True", "SnapshotRunning")
+
+
+def _signal(**spec: Any) -> CdcSnapshotSignal:
+    return CdcSnapshotSignal.model_validate(
+        {
+            "metadata": {"name": "backfill", "namespace": "shop"},
+            "spec": {
+                "connectorRef": {"name": "orders"},
+                "dataCollections": ["public.orders"],
+                **spec,
+            },
+        }
+    )
+
+
+def test_signal_spec_becomes_a_debezium_signal() -> None:
+    kind, data = _signal(
+        additionalConditions=[{"dataCollection": "public.orders", "filter": "id > 5"}]
+    ).spec.signal()
+    assert kind == "execute-snapshot"
+    assert yaml.safe_load(data) == {
+        "type": "INCREMENTAL",
+        "data-collections": ["public.orders"],
+        "additional-conditions": [{"data-collection": "public.orders", "filter": "id > 5"}],
+    }
+
+
+def test_signal_for_an_uncaptured_table_is_rejected() -> None:
+    assert signal_status.rejection_for_tables(_signal(), ["public.items"]) == (
+        "TableNotCaptured",
+        "not captured by the connector: public.orders",
+    )
+
+
+def test_completed_notification_makes_the_signal_succeed() -> None:
+    capture = {
+        "signals": {
+            "uid-1": {
+                "status": "COMPLETED",
+                "events": [
+                    {"type": "STARTED", "data_collections": "public.orders"},
+                    {"type": "TABLE_SCAN_COMPLETED", "total_rows_scanned": "1000"},
+                    {"type": "COMPLETED"},
+                ],
+            }
+        }
+    }
+    result = signal_status.compute(
+        signal_status.Observed(uid="uid-1", signal=_signal(), signaled=True, capture=capture)
+    )
+    conditions = {c.type: (c.status, c.reason) for c in result.conditions}
+    assert conditions["Succeeded"] == ("True", "SnapshotCompleted")
+    assert conditions["Ready"] == ("True", "SnapshotCompleted")
+    assert result.fields["progress"] == {
+        "tablesTotal": 1,
+        "tablesCompleted": 1,
+        "rowsScanned": 1000,
+        "lastEvent": "COMPLETED",
+    }
+
+
+def test_rejected_signal_is_stalled_with_the_reason() -> None:
+    capture = {
+        "signals": {
+            "uid-1": {
+                "status": "REJECTED",
+                "events": [{"type": "REJECTED", "reason": "bad filter"}],
+            }
+        }
+    }
+    result = signal_status.compute(
+        signal_status.Observed(uid="uid-1", signal=_signal(), signaled=True, capture=capture)
+    )
+    conditions = {c.type: (c.status, c.reason, c.message) for c in result.conditions}
+    assert conditions["Succeeded"] == ("False", "SignalRejected", "bad filter")
+    assert conditions["Stalled"][0] == "True"
