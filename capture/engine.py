@@ -146,6 +146,10 @@ class Engine:
             try:
                 self._run_once()
                 return
+            except InterruptedError as stopped:
+                log.info("%s; the next start takes the snapshot again", stopped)
+                self.stats.phase = "stopped"
+                return
             except RetriableError as error:
                 limit = self.properties.errors_max_retries
                 if not came_up and self.stats.phase == "starting":
@@ -252,6 +256,10 @@ class Engine:
         )
 
     def _snapshot(self, pipeline: Pipeline) -> Offset | None:
+        if self.properties.snapshot_delay_ms:
+            log.info("snapshot.delay.ms: waiting %d ms", self.properties.snapshot_delay_ms)
+            if self.stop.wait(self.properties.snapshot_delay_ms / 1000):
+                raise InterruptedError("stopped before the snapshot")
         tables = self.connector.snapshot_tables()
         self.stats.start_snapshot({str(table): rows for table, rows in tables.items()})
         marker = Offset({snapshots.SNAPSHOT_IN_PROGRESS: True})
@@ -356,7 +364,7 @@ def _postgres_connector(
     login: Login,
     host_override: str | None,
 ) -> Any:
-    from cdcflow.capture.connectors.postgres.connection import Endpoint
+    from cdcflow.capture.connectors.postgres.connection import Endpoint, split_statements
     from cdcflow.capture.connectors.postgres.connector import PostgresConnector
 
     source = resource.spec.source.postgresql
@@ -371,6 +379,7 @@ def _postgres_connector(
         if "database.sslmode" in resource.spec.config
         else source.ssl_mode,
         sslrootcert=properties.database_sslrootcert,
+        initial_statements=split_statements(properties.database_initial_statements),
     )
     return PostgresConnector(
         endpoint=endpoint, properties=properties, filters=filters, version=version()

@@ -126,3 +126,44 @@ def test_engine_resumes_from_offsets_kept_in_kafka(capture: CaptureHarness) -> N
 
     assert [(e.op, e.key["payload"]["id"]) for e in events] == [("r", 1), ("c", 2), ("c", 3)]
     assert not capture.offsets_path.exists()
+
+
+def test_an_event_that_cannot_be_converted_stops_or_is_skipped_per_the_failure_mode(
+    capture: CaptureHarness,
+) -> None:
+    table = capture.table("nan")
+    capture.sql(f"CREATE TABLE {table} (id int PRIMARY KEY, amount numeric(10,2))")
+    failing = capture.start(capture.resource([table]))
+    capture.sql(f"INSERT INTO {table} VALUES (1, 'NaN')")
+    failing.thread.join(30)
+    assert failing.errors, "the connector kept going on an event it could not convert"
+    assert "event.processing.failure.handling.mode" in str(failing.errors[0])
+    assert "NaN" in str(failing.errors[0]) or "decimal.handling.mode" in str(failing.errors[0])
+    failing.errors.clear()
+
+    skipping = capture.start(
+        capture.resource([table], **{"event.processing.failure.handling.mode": "warn"})
+    )
+    capture.sql(f"INSERT INTO {table} VALUES (2, 2.5)")
+    events = capture.wait_for_events(
+        f"public.{table}", lambda ev: any(e.key["payload"]["id"] == 2 for e in ev)
+    )
+    skipping.stop()
+    assert [e.key["payload"]["id"] for e in events] == [2]
+
+
+def test_initial_statements_run_on_the_snapshot_connection(capture: CaptureHarness) -> None:
+    table = capture.table("initial")
+    capture.sql(f"CREATE TABLE {table} (id int PRIMARY KEY, note text)")
+    capture.sql(f"INSERT INTO {table} VALUES (1, 'stored')")
+    marker = "SET cdcflow.marker = 'a;;b'; SET statement_timeout = 0"
+    override = f"SELECT id, current_setting('cdcflow.marker') AS note FROM {table}"
+    config = {
+        "database.initial.statements": marker,
+        "snapshot.select.statement.overrides": f"public.{table}",
+        f"snapshot.select.statement.overrides.public.{table}": override,
+    }
+    running = capture.start(capture.resource([table], **config))
+    events = capture.wait_for_events(f"public.{table}", lambda ev: len(ev) >= 1)
+    running.stop()
+    assert events[0].payload["after"]["note"] == "a;b"

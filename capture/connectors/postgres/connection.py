@@ -30,6 +30,7 @@ class Endpoint:
     password: str = field(repr=False)
     sslmode: str = "prefer"
     sslrootcert: str = ""
+    initial_statements: tuple[str, ...] = ()
 
     def where(self) -> str:
         return f"{self.user}@{self.host}:{self.port}/{self.database}"
@@ -88,11 +89,22 @@ def translate(error: Exception, endpoint: Endpoint) -> FatalError | RetriableErr
 def connect(
     endpoint: Endpoint, *, autocommit: bool = True
 ) -> psycopg.Connection[tuple[object, ...]]:
-    """A regular SQL connection with the session settings applied."""
+    """A regular SQL connection with the session settings and initial statements applied."""
     try:
-        return psycopg.connect(endpoint.conninfo(), autocommit=autocommit)
+        conn = psycopg.connect(endpoint.conninfo(), autocommit=autocommit)
     except psycopg.OperationalError as error:
         raise translate(error, endpoint) from None
+    for statement in endpoint.initial_statements:
+        conn.execute(statement)
+    if not autocommit:
+        conn.commit()
+    return conn
+
+
+def split_statements(text: str) -> tuple[str, ...]:
+    """``database.initial.statements``: ``;``-separated, ``;;`` for a literal semicolon."""
+    parts = text.replace(";;", "\x00").split(";")
+    return tuple(part.replace("\x00", ";").strip() for part in parts if part.strip())
 
 
 def connect_replication(endpoint: Endpoint) -> pq.abc.PGconn:

@@ -292,6 +292,7 @@ class PostgresConnector:
             filters=self.filters,
             source_block=self.source_block,
             placeholder=self.properties.unavailable_value_placeholder,
+            failure_mode=self.properties.event_processing_failure_handling_mode,
             resume_lsn=start,
             status_interval_s=self.properties.status_update_interval_ms / 1000,
             poll_interval_s=min(self.properties.poll_interval_ms / 1000, 1.0),

@@ -18,6 +18,7 @@ from typing import Any
 from cdcflow.capture.connectors.postgres import pgoutput
 from cdcflow.capture.connectors.postgres.replication import ReplicationStream
 from cdcflow.capture.connectors.postgres.tables import ColumnSpec, DecodedTable, TableCatalog
+from cdcflow.capture.errors import FatalError
 from cdcflow.capture.filters import Filters
 from cdcflow.capture.spi import (
     Event,
@@ -87,6 +88,7 @@ class PostgresStream:
         filters: Filters,
         source_block: SourceBlock,
         placeholder: str,
+        failure_mode: str = "fail",
         resume_lsn: int,
         status_interval_s: float,
         poll_interval_s: float,
@@ -96,6 +98,7 @@ class PostgresStream:
         self._filters = filters
         self._source = source_block
         self._placeholder = placeholder
+        self._failure_mode = failure_mode
         self._binary_placeholder = base64.b64encode(placeholder.encode()).decode()
         self._resume_lsn = resume_lsn
         self._status_interval = status_interval_s
@@ -162,7 +165,13 @@ class PostgresStream:
     def _handle(self, message: pgoutput.PgOutputMessage, lsn: int) -> Event | None:
         kind = type(message)
         if kind is pgoutput.Insert or kind is pgoutput.Update or kind is pgoutput.Delete:
-            return None if self._skipping else self._row(message, lsn)  # type: ignore[arg-type]
+            if self._skipping:
+                return None
+            try:
+                return self._row(message, lsn)  # type: ignore[arg-type]
+            except (ValueError, TypeError, ArithmeticError) as error:
+                self._failed_event(message, lsn, error)
+                return None
         if kind is pgoutput.Begin:
             return self._begin(message)  # type: ignore[arg-type]
         if kind is pgoutput.Commit:
@@ -175,6 +184,21 @@ class PostgresStream:
         if kind is pgoutput.Message and not self._skipping:
             return self._message(message, lsn)  # type: ignore[arg-type]
         return None
+
+    def _failed_event(self, message: Any, lsn: int, error: Exception) -> None:
+        """``event.processing.failure.handling.mode``: fail (default), warn or skip."""
+        decoded = self._relations.get(message.relid)
+        where = (
+            f"{decoded.schema.id if decoded else message.relid} at LSN {pgoutput.format_lsn(lsn)}"
+        )
+        if self._failure_mode == "fail":
+            raise FatalError(
+                f"cannot convert a change of {where}: {error}. Fix the cause, or set "
+                "event.processing.failure.handling.mode=warn (or skip) to leave such events out."
+            ) from None
+        if self._failure_mode == "warn":
+            log.warning("skipping a change of %s that cannot be converted: %s", where, error)
+        return
 
     def _begin(self, begin: pgoutput.Begin) -> Event | None:
         self._tx = begin
