@@ -1,16 +1,23 @@
 """kopf handlers: one idempotent, level-based reconcile per kind.
 
-Each kind's reconcile runs on create, update, resume and a timer, reads what is (the
-resource, referenced Secrets, the capture pod's ``/status``), applies what should be (the
-children, by server-side apply) and writes the whole status: observedGeneration, the kstatus
-condition triple and the domain conditions, with transition times that move only on change.
-Kubernetes Events are posted when the Ready reason changes.
+Each kind's reconcile runs on create, update and resume, and from a poller every few seconds:
+it reads what is (the resource, referenced Secrets, the capture pod's ``/status``), applies
+what should be (the children, by server-side apply) and writes the whole status:
+observedGeneration, the kstatus condition triple and the domain conditions, with transition
+times that move only on change. Kubernetes Events are posted when the Ready reason changes.
+
+The poller is one task for the whole operator rather than a kopf timer per object, because
+kopf timers put a finalizer on every object; ours holds a finalizer only when deletion has
+work to do (``cleanupPolicy: Delete``).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import kopf
@@ -25,8 +32,14 @@ from cdcflow.operator.resources import CdcSnapshotSignal
 GROUP, VERSION = "cdcflow.io", "v1alpha1"
 FINALIZER = "cdcflow.io/cleanup"
 POLL_INTERVAL_S = 10.0
-CLEANUP_ATTEMPTS = 30
+CLEANUP_TIMEOUT_S = 300.0
 log = logging.getLogger(__name__)
+
+
+@kopf.on.login()
+def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
+    """The pod's service account in a cluster, else $KUBECONFIG as it is when we start."""
+    return kopf.login_with_service_account(**kwargs) or kopf.login_with_kubeconfig(**kwargs)
 
 
 @kopf.on.startup()
@@ -37,6 +50,93 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> Non
     )
     settings.posting.level = logging.INFO
     memo["kube"] = Kube(load_configuration())
+    memo["tracked"] = {"cdcconnectors": set(), "cdcsnapshotsignals": set()}
+
+
+@kopf.on.startup()
+async def start_poller(memo: kopf.Memo, **_: Any) -> None:
+    memo["poller"] = asyncio.create_task(_poll(memo))
+
+
+@kopf.on.cleanup()
+async def stop_poller(memo: kopf.Memo, **_: Any) -> None:
+    poller = memo.get("poller")
+    if poller is not None:
+        poller.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await poller
+
+
+@kopf.on.event(GROUP, VERSION, "cdcconnectors")
+@kopf.on.event(GROUP, VERSION, "cdcsnapshotsignals")
+def track(
+    event: kopf.RawEvent, body: kopf.Body, resource: kopf.Resource, memo: kopf.Memo, **_: Any
+) -> None:
+    """Remember which objects exist, for the poller."""
+    key = (str(body.metadata.namespace), str(body.metadata.name))
+    tracked = memo["tracked"][resource.plural]
+    if event.get("type") == "DELETED":
+        tracked.discard(key)
+        return
+    tracked.add(key)
+    if resource.plural == "cdcconnectors" and body.metadata.get("deletionTimestamp"):
+        _deletion_step(memo["kube"], body)
+
+
+async def _poll(memo: kopf.Memo) -> None:
+    while True:
+        await asyncio.sleep(POLL_INTERVAL_S)
+        for plural, refresh in (
+            ("cdcconnectors", _refresh_connector),
+            ("cdcsnapshotsignals", _refresh_signal),
+        ):
+            for namespace, name in list(memo["tracked"][plural]):
+                try:
+                    await asyncio.to_thread(refresh, memo["kube"], namespace, name)
+                except Exception:  # one broken object must not stop the others' status
+                    log.exception("refreshing %s %s/%s failed", plural, namespace, name)
+
+
+@dataclass
+class Update:
+    """What one reconcile wants written: status fields and, maybe, new finalizers."""
+
+    status: dict[str, Any] = field(default_factory=dict)
+    finalizers: list[str] | None = None
+
+
+def _store(patch: kopf.Patch, update: Update) -> None:
+    for key, value in update.status.items():
+        patch.status[key] = value
+    if update.finalizers is not None:
+        patch.metadata["finalizers"] = update.finalizers
+
+
+def _refresh(
+    kube: Kube, kind: str, namespace: str, name: str, compute: Callable[[Kube, kopf.Body], Update]
+) -> None:
+    found = kube.get(f"{GROUP}/{VERSION}", kind, namespace, name)
+    if found is None:
+        return
+    body = kopf.Body(found)  # type: ignore[arg-type]
+    if body.metadata.get("deletionTimestamp"):
+        if kind == "CdcConnector":
+            _deletion_step(kube, body)
+        return
+    update = compute(kube, body)
+    kube.patch_status(f"{GROUP}/{VERSION}", kind, namespace, name, update.status)
+    if update.finalizers is not None:
+        kube.patch_metadata(
+            f"{GROUP}/{VERSION}", kind, namespace, name, {"finalizers": update.finalizers}
+        )
+
+
+def _refresh_connector(kube: Kube, namespace: str, name: str) -> None:
+    _refresh(kube, "CdcConnector", namespace, name, _connector_update)
+
+
+def _refresh_signal(kube: Kube, namespace: str, name: str) -> None:
+    _refresh(kube, "CdcSnapshotSignal", namespace, name, _signal_update)
 
 
 # -- CdcConnector --------------------------------------------------------------------------
@@ -45,15 +145,20 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> Non
 @kopf.on.create(GROUP, VERSION, "cdcconnectors")
 @kopf.on.update(GROUP, VERSION, "cdcconnectors")
 @kopf.on.resume(GROUP, VERSION, "cdcconnectors")
-@kopf.timer(GROUP, VERSION, "cdcconnectors", interval=POLL_INTERVAL_S, initial_delay=1.0)
 def reconcile_connector(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, **_: Any) -> None:
-    kube: Kube = memo["kube"]
+    _store(patch, _connector_update(memo["kube"], body))
+
+
+def _connector_update(kube: Kube, body: kopf.Body) -> Update:
+    update = Update()
     resource, error = _parse_connector(body)
     observed = connector_status.Observed(resource=resource, config_error=error)
     if resource is not None:
-        observed = _apply_connector(kube, resource, body, patch)
+        update.finalizers = _finalizers(resource, body)
+        observed = _apply_connector(kube, resource, body, update)
     result = connector_status.compute(observed)
-    _write_status(body, patch, result.conditions, result.fields)
+    update.status |= _status(kube, body, result.conditions, result.fields)
+    return update
 
 
 def _parse_connector(body: Mapping[str, Any]) -> tuple[CdcConnector | None, str]:
@@ -70,17 +175,16 @@ def _parse_connector(body: Mapping[str, Any]) -> tuple[CdcConnector | None, str]
 
 
 def _apply_connector(
-    kube: Kube, resource: CdcConnector, body: kopf.Body, patch: kopf.Patch
+    kube: Kube, resource: CdcConnector, body: kopf.Body, update: Update
 ) -> connector_status.Observed:
     namespace, uid = resource.metadata.namespace, str(body.metadata.uid)
-    _manage_finalizer(resource, body, patch)
     secret_hash, missing = kube.secrets_hash(namespace, children.referenced_secrets(resource))
     if missing:
         return connector_status.Observed(resource=resource, missing_secrets=tuple(missing))
     for manifest in children.all_children(resource, uid=uid, secret_hash=secret_hash):
         kube.apply(manifest)
-    patch.status["secretHash"] = secret_hash
-    patch.status["lastRestartRequest"] = resource.spec.restart_request
+    update.status["secretHash"] = secret_hash
+    update.status["lastRestartRequest"] = resource.spec.restart_request
     if resource.spec.state != "running":
         return connector_status.Observed(resource=resource)
     base = capture_client.endpoint(name=resource.metadata.name, namespace=namespace)
@@ -90,46 +194,51 @@ def _apply_connector(
         return connector_status.Observed(resource=resource, capture_error=str(error))
 
 
-def _manage_finalizer(resource: CdcConnector, body: kopf.Body, patch: kopf.Patch) -> None:
+def _finalizers(resource: CdcConnector, body: kopf.Body) -> list[str] | None:
     """Hold a finalizer only when deletion has work to do (``cleanupPolicy: Delete``)."""
     finalizers = list(body.metadata.get("finalizers") or [])
     wanted = resource.spec.cleanup_policy == "Delete"
     if wanted and FINALIZER not in finalizers:
-        patch.metadata["finalizers"] = [*finalizers, FINALIZER]
-    elif not wanted and FINALIZER in finalizers:
-        patch.metadata["finalizers"] = [f for f in finalizers if f != FINALIZER]
+        return [*finalizers, FINALIZER]
+    if not wanted and FINALIZER in finalizers:
+        return [f for f in finalizers if f != FINALIZER]
+    return None
 
 
-@kopf.on.delete(GROUP, VERSION, "cdcconnectors", optional=True, retries=CLEANUP_ATTEMPTS, backoff=5)
-def delete_connector(
-    body: kopf.Body, memo: kopf.Memo, retry: int, logger: kopf.Logger, **_: Any
-) -> None:
-    if FINALIZER not in (body.metadata.get("finalizers") or []):
+def _deletion_step(kube: Kube, body: kopf.Body) -> None:
+    """Advance the cleanup of a connector being deleted; release the finalizer when done.
+
+    Runs from the watch and from the poller until the cleanup Job succeeded, or until
+    ``CLEANUP_TIMEOUT_S`` passed since deletion: deletion never hangs on a database that is
+    gone, and the Warning event says what to clean by hand.
+    """
+    finalizers = list(body.metadata.get("finalizers") or [])
+    if FINALIZER not in finalizers:
         return
-    kube: Kube = memo["kube"]
-    namespace, name = str(body.metadata.namespace), str(body.metadata.name)
     resource, error = _parse_connector(body)
-    done, message = (
-        (True, f"invalid spec, nothing to clean: {error}")
-        if resource is None
-        else (_cleanup(kube, resource, str(body.metadata.uid)))
-    )
-    if not done and retry + 1 < CLEANUP_ATTEMPTS:
-        raise kopf.TemporaryError(message, delay=5)
-    if done:
-        kopf.info(body, reason="CleanupSucceeded", message=message)
+    if resource is None:
+        done, message = True, f"invalid spec, nothing to clean: {error}"
     else:
-        kopf.warn(
-            body,
-            reason="CleanupFailed",
-            message=f"{message}; giving up after {CLEANUP_ATTEMPTS} attempts. Drop the slot and "
-            "publication by hand if the database still exists.",
+        done, message = _cleanup(kube, resource, str(body.metadata.uid))
+    deleted_at = str(body.metadata.get("deletionTimestamp") or now())
+    if not done and signal_status.age_seconds(deleted_at) < CLEANUP_TIMEOUT_S:
+        return
+    if not done:
+        message = (
+            f"{message}; gave up after {CLEANUP_TIMEOUT_S:.0f}s. Drop the replication slot and "
+            "publication by hand if the database still exists."
         )
-    finalizers = [f for f in body.metadata.get("finalizers") or [] if f != FINALIZER]
-    kube.patch_metadata(
-        f"{GROUP}/{VERSION}", "CdcConnector", namespace, name, {"finalizers": finalizers}
+    kube.post_event(
+        dict(body),
+        warning=not done,
+        reason="CleanupSucceeded" if done else "CleanupFailed",
+        message=message,
     )
-    logger.info("finalizer released")
+    namespace, name = str(body.metadata.namespace), str(body.metadata.name)
+    remaining = [f for f in finalizers if f != FINALIZER]
+    kube.patch_metadata(
+        f"{GROUP}/{VERSION}", "CdcConnector", namespace, name, {"finalizers": remaining}
+    )
 
 
 def _cleanup(kube: Kube, resource: CdcConnector, uid: str) -> tuple[bool, str]:
@@ -153,17 +262,16 @@ def _cleanup(kube: Kube, resource: CdcConnector, uid: str) -> tuple[bool, str]:
 
 @kopf.on.create(GROUP, VERSION, "cdcsnapshotsignals")
 @kopf.on.resume(GROUP, VERSION, "cdcsnapshotsignals")
-@kopf.timer(GROUP, VERSION, "cdcsnapshotsignals", interval=2.0, initial_delay=1.0)
 def reconcile_signal(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, **_: Any) -> None:
-    kube: Kube = memo["kube"]
+    _store(patch, _signal_update(memo["kube"], body))
+
+
+def _signal_update(kube: Kube, body: kopf.Body) -> Update:
     if signal_status.finished(body.get("status") or {}):
         _expire(kube, body)
-        return
-    observed = _observe_signal(kube, body)
-    result = signal_status.compute(observed)
-    for key, value in result.fields.items():
-        patch.status[key] = value
-    _write_status(body, patch, result.conditions, {})
+        return Update()
+    result = signal_status.compute(_observe_signal(kube, body))
+    return Update(status=_status(kube, body, result.conditions, result.fields))
 
 
 def _observe_signal(kube: Kube, body: kopf.Body) -> signal_status.Observed:
@@ -203,23 +311,28 @@ def _expire(kube: Kube, body: kopf.Body) -> None:
 # -- shared --------------------------------------------------------------------------------
 
 
-def _write_status(
-    body: kopf.Body, patch: kopf.Patch, desired: list[Any], fields: dict[str, Any]
-) -> None:
+def _status(
+    kube: Kube, body: kopf.Body, desired: list[Any], fields: dict[str, Any]
+) -> dict[str, Any]:
+    """The status to write: fields, merged conditions and the generation they describe."""
     generation = int(body.metadata.get("generation") or 0)
     existing = list((body.get("status") or {}).get("conditions") or [])
     conditions = merge(existing, desired, generation=generation)
-    for key, value in fields.items():
-        patch.status[key] = value
-    patch.status["conditions"] = conditions
-    patch.status["observedGeneration"] = generation
-    _announce(body, existing, conditions)
+    _announce(kube, body, existing, conditions)
+    return {**fields, "conditions": conditions, "observedGeneration": generation}
 
 
-def _announce(body: kopf.Body, before: list[Any], after: list[dict[str, Any]]) -> None:
+def _announce(kube: Kube, body: kopf.Body, before: list[Any], after: list[dict[str, Any]]) -> None:
     """An Event whenever the Ready condition's reason changes."""
     old, new = find(before, "Ready"), find(after, "Ready")
     if new is None or (old is not None and old.get("reason") == new.get("reason")):
         return
-    post = kopf.info if new.get("status") == "True" else kopf.warn
-    post(body, reason=str(new["reason"]), message=str(new.get("message") or new["reason"]))
+    try:
+        kube.post_event(
+            dict(body),
+            warning=new.get("status") != "True",
+            reason=str(new["reason"]),
+            message=str(new.get("message") or new["reason"]),
+        )
+    except Exception:  # an Event is best effort; the status carries the same facts
+        log.warning("could not post an event for %s", body.metadata.name, exc_info=True)

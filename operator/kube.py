@@ -8,6 +8,8 @@ owns the fields it sets on its children and nothing else.
 from __future__ import annotations
 
 import hashlib
+import os
+from datetime import UTC, datetime
 from typing import Any
 
 from kubernetes import client, config
@@ -19,12 +21,17 @@ JSON = dict[str, Any]
 
 
 def load_configuration() -> client.ApiClient:
-    """In-cluster credentials when running in a pod, else the kubeconfig (KUBECONFIG)."""
+    """In-cluster credentials when running in a pod, else the kubeconfig ($KUBECONFIG now)."""
+    configuration = client.Configuration()
     try:
-        config.load_incluster_config()  # type: ignore[no-untyped-call]
+        config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
     except config.ConfigException:
-        config.load_kube_config()  # type: ignore[no-untyped-call]
-    return client.ApiClient()
+        path = os.environ.get("KUBECONFIG", "")
+        config.load_kube_config(  # type: ignore[no-untyped-call]
+            config_file=path.split(os.pathsep)[0] if path else None,
+            client_configuration=configuration,
+        )
+    return client.ApiClient(configuration)
 
 
 class Kube:
@@ -79,6 +86,44 @@ class Kube:
             body={"metadata": patch},
             content_type="application/merge-patch+json",
         )
+
+    def patch_status(
+        self, api_version: str, kind: str, namespace: str, name: str, status: JSON
+    ) -> None:
+        """Merge-patch the status subresource (a no-op write when nothing changed)."""
+        if not status:
+            return
+        self._resource(api_version, kind).status.patch(
+            name=name,
+            namespace=namespace,
+            body={"status": status},
+            content_type="application/merge-patch+json",
+        )
+
+    def post_event(self, obj: JSON, *, warning: bool, reason: str, message: str) -> None:
+        """A Kubernetes Event about ``obj`` (works from any thread, unlike kopf's poster)."""
+        metadata = obj["metadata"]
+        stamp = datetime.now(UTC)
+        event = client.CoreV1Event(
+            metadata=client.V1ObjectMeta(
+                generate_name=f"{metadata['name']}.", namespace=metadata["namespace"]
+            ),
+            involved_object=client.V1ObjectReference(
+                api_version=obj.get("apiVersion"),
+                kind=obj.get("kind"),
+                name=metadata["name"],
+                namespace=metadata["namespace"],
+                uid=metadata.get("uid"),
+            ),
+            type="Warning" if warning else "Normal",
+            reason=reason,
+            message=message[:1024],
+            first_timestamp=stamp,
+            last_timestamp=stamp,
+            count=1,
+            source=client.V1EventSource(component=FIELD_MANAGER),
+        )
+        self._core.create_namespaced_event(metadata["namespace"], event)
 
     def secrets_hash(self, namespace: str, names: list[str]) -> tuple[str, list[str]]:
         """A digest of the referenced Secrets' data, and the names that do not exist."""

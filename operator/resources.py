@@ -7,10 +7,10 @@ reconcile can never signal twice.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 from cdcflow.capture.resource import Metadata, Spec
 
@@ -20,16 +20,23 @@ SignalAction = Literal["execute", "stop", "pause", "resume"]
 class ConnectorRef(Spec):
     """The CdcConnector in the same namespace."""
 
-    name: str = Field(min_length=1, description="Name of the CdcConnector.")
+    name: str = Field(min_length=1, max_length=253, description="Name of the CdcConnector.")
 
 
 class AdditionalCondition(Spec):
     """A filter that narrows the rows snapshotted from one table."""
 
     data_collection: str = Field(
-        alias="dataCollection", min_length=1, description="schema.table (a regular expression)."
+        alias="dataCollection",
+        min_length=1,
+        max_length=512,
+        description="schema.table (a regular expression).",
     )
-    filter: str = Field(min_length=1, description="SQL condition, e.g. created_at > '2026-01-01'.")
+    filter: str = Field(
+        min_length=1,
+        max_length=4096,
+        description="SQL condition, e.g. created_at > '2026-01-01'.",
+    )
 
 
 class SnapshotSignalSpec(Spec):
@@ -42,16 +49,23 @@ class SnapshotSignalSpec(Spec):
     type: Literal["incremental", "blocking"] = Field(
         "incremental", description="incremental (chunked, while streaming) or blocking."
     )
-    data_collections: list[str] = Field(
+    data_collections: list[Annotated[str, StringConstraints(max_length=512)]] = Field(
         default_factory=list,
         alias="dataCollections",
+        max_length=100,
         description="Tables to snapshot (regular expressions over schema.table).",
     )
     additional_conditions: list[AdditionalCondition] = Field(
-        default_factory=list, alias="additionalConditions", description="Per-table filters."
+        default_factory=list,
+        alias="additionalConditions",
+        max_length=100,
+        description="Per-table filters.",
     )
     surrogate_key: str = Field(
-        "", alias="surrogateKey", description="Column to chunk by when a table has no key."
+        "",
+        alias="surrogateKey",
+        max_length=253,
+        description="Column to chunk by when a table has no key.",
     )
     ttl_seconds_after_finished: int | None = Field(
         None,

@@ -16,6 +16,7 @@ from cdcflow.operator.resources import SnapshotSignalSpec
 GROUP = "cdcflow.io"
 VERSION = "v1alpha1"
 CATEGORY = "cdc"
+MAX_CONFIG_PROPERTIES = 256
 
 CONDITION: JSON = {
     "type": "object",
@@ -154,17 +155,12 @@ def connector_crd() -> JSON:
     ]
     rules = [
         {
-            "rule": "!has(oldSelf.offsets) || !has(self.offsets) || "
-            "self.offsets.resetRequest == oldSelf.offsets.resetRequest || self.state == 'stopped'",
+            "rule": "(has(self.offsets) ? self.offsets.resetRequest : 0) == "
+            "(has(oldSelf.offsets) ? oldSelf.offsets.resetRequest : 0) || self.state == 'stopped'",
             "message": "offsets.resetRequest may change only while state is stopped",
         },
-        {
-            "rule": "!has(self.config) || self.config.all(k, !(k in "
-            "['database.password', 'database.user', 'database.sslpassword']))",
-            "message": "credentials are not allowed in config: use source.*.credentials.secretName",
-        },
     ]
-    return _crd(
+    crd = _crd(
         kind="CdcConnector",
         plural="cdcconnectors",
         short_names=["cdcc"],
@@ -173,6 +169,14 @@ def connector_crd() -> JSON:
         columns=columns,
         spec_rules=rules,
     )
+    spec = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    # Values are strings, numbers or booleans; CEL cannot type such a map, so credentials in
+    # config are refused by the operator (Stalled, InvalidConfig) rather than by a rule here.
+    spec["properties"]["config"]["maxProperties"] = MAX_CONFIG_PROPERTIES
+    spec["properties"]["source"]["x-kubernetes-validations"] = [
+        {"rule": "has(self.postgresql)", "message": "source needs exactly one of: postgresql"}
+    ]
+    return crd
 
 
 def signal_crd() -> JSON:
