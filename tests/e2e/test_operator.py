@@ -32,6 +32,15 @@ def _apply(cluster: kube.KubeCluster, namespace: str, document: dict[str, Any]) 
     kubectl(cluster, "apply", "-n", namespace, "-f", "-", stdin=yaml.safe_dump(document))
 
 
+def _rejection(cluster: kube.KubeCluster, namespace: str, document: dict[str, Any]) -> str:
+    """Apply ``document`` expecting the API server to refuse it; return what it said."""
+    result = kubectl(
+        cluster, "apply", "-n", namespace, "-f", "-", stdin=yaml.safe_dump(document), check=False
+    )
+    assert result.returncode != 0, f"accepted: {document}"
+    return result.stderr
+
+
 def _get(cluster: kube.KubeCluster, namespace: str, *what: str) -> dict[str, Any]:
     return dict(json.loads(kubectl(cluster, "get", "-n", namespace, *what, "-o", "json").stdout))
 
@@ -216,18 +225,8 @@ def test_invalid_connectors_are_rejected_with_readable_messages(
     }
     if spec:
         document["spec"] = spec
-    result = kubectl(
-        kube_cluster,
-        "apply",
-        "-n",
-        kube_namespace,
-        "-f",
-        "-",
-        stdin=yaml.safe_dump(document),
-        check=False,
-    )
-    assert result.returncode != 0, f"{case} was accepted"
-    assert message in result.stderr, result.stderr
+    result = _rejection(kube_cluster, kube_namespace, document)
+    assert message in result, f"{case}: {result}"
 
 
 def _signal(name: str, **spec: Any) -> dict[str, Any]:
@@ -250,46 +249,19 @@ def test_invalid_signals_are_rejected(kube_cluster: kube.KubeCluster, kube_names
         ({"type": "eventual"}, 'Unsupported value: "eventual"'),
     ]
     for spec, message in cases:
-        result = kubectl(
-            kube_cluster,
-            "apply",
-            "-n",
-            kube_namespace,
-            "-f",
-            "-",
-            stdin=yaml.safe_dump(_signal("bad", **spec)),
-            check=False,
-        )
-        assert message in result.stderr, (spec, result.stderr)
+        result = _rejection(kube_cluster, kube_namespace, _signal("bad", **spec))
+        assert message in result, (spec, result)
     no_ref = _signal("bad")
     del no_ref["spec"]["connectorRef"]
-    result = kubectl(
-        kube_cluster,
-        "apply",
-        "-n",
-        kube_namespace,
-        "-f",
-        "-",
-        stdin=yaml.safe_dump(no_ref),
-        check=False,
-    )
-    assert "spec.connectorRef: Required value" in result.stderr
+    result = _rejection(kube_cluster, kube_namespace, no_ref)
+    assert "spec.connectorRef: Required value" in result
 
 
 def test_signal_spec_is_immutable(kube_cluster: kube.KubeCluster, kube_namespace: str) -> None:
     _apply(kube_cluster, kube_namespace, _signal("once"))
     changed = _signal("once", dataCollections=["public.items"])
-    result = kubectl(
-        kube_cluster,
-        "apply",
-        "-n",
-        kube_namespace,
-        "-f",
-        "-",
-        stdin=yaml.safe_dump(changed),
-        check=False,
-    )
-    assert "spec is immutable" in result.stderr
+    result = _rejection(kube_cluster, kube_namespace, changed)
+    assert "spec is immutable" in result
 
 
 def test_offsets_reset_is_refused_while_running(
@@ -297,17 +269,8 @@ def test_offsets_reset_is_refused_while_running(
 ) -> None:
     _apply(kube_cluster, kube_namespace, _connector("resets"))
     running = _connector("resets", offsets={"resetRequest": 1})
-    result = kubectl(
-        kube_cluster,
-        "apply",
-        "-n",
-        kube_namespace,
-        "-f",
-        "-",
-        stdin=yaml.safe_dump(running),
-        check=False,
-    )
-    assert "offsets.resetRequest may change only while state is stopped" in result.stderr
+    result = _rejection(kube_cluster, kube_namespace, running)
+    assert "offsets.resetRequest may change only while state is stopped" in result
     stopped = _connector("resets", offsets={"resetRequest": 1}, state="stopped")
     kubectl(kube_cluster, "apply", "-n", kube_namespace, "-f", "-", stdin=yaml.safe_dump(stopped))
 

@@ -7,6 +7,7 @@ against real PostgreSQL in the integration tests.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 from cdcflow.capture import signals
@@ -77,16 +78,34 @@ class MemoryTable:
         self.log.append(("deleted", signal_id))
 
 
-def _run(
-    table: MemoryTable,
-    *,
-    chunk_size: int = 2,
-    strategy: str = "insert_insert",
-    snapshotter: IncrementalSnapshotter | None = None,
-) -> tuple[list[RowChange], list[Notification], IncrementalSnapshotter]:
+EXECUTE = signals.parse(
+    "sig-1", "execute-snapshot", '{"data-collections": ["public.items"]}', channel="source"
+)
+
+
+@dataclass
+class Run:
+    """A snapshotter over a memory table, with what it emitted and announced."""
+
+    table: MemoryTable
+    snap: IncrementalSnapshotter
+    emitted: list[RowChange] = field(default_factory=list)
+    notes: list[Notification] = field(default_factory=list)
+
+    def drain(self) -> Run:
+        _drain(self.table, self.snap, self.emitted)
+        return self
+
+    def keys(self) -> list[Any]:
+        return [e.after[0] for e in self.emitted]  # type: ignore[index]
+
+
+def _snapshotter(
+    table: MemoryTable, *, chunk_size: int = 2, strategy: str = "insert_insert"
+) -> Run:
     emitted: list[RowChange] = []
     notes: list[Notification] = []
-    snap = snapshotter or IncrementalSnapshotter(
+    snap = IncrementalSnapshotter(
         source=table,
         chunk_size=chunk_size,
         strategy=strategy,
@@ -94,18 +113,14 @@ def _run(
         emit=emitted.append,
         notify=notes.append,
     )
-    if snapshotter is None:
-        snap.on_signal(
-            signals.parse(
-                "sig-1",
-                "execute-snapshot",
-                '{"data-collections": ["public.items"]}',
-                channel="source",
-            ),
-            None,
-        )
-    _drain(table, snap, emitted)
-    return emitted, notes, snap
+    return Run(table, snap, emitted, notes)
+
+
+def _run(table: MemoryTable, **options: Any) -> Run:
+    """Signal a snapshot of the table and play the log to the end."""
+    run = _snapshotter(table, **options)
+    run.snap.on_signal(EXECUTE, None)
+    return run.drain()
 
 
 def _drain(table: MemoryTable, snap: IncrementalSnapshotter, emitted: list[RowChange]) -> None:
@@ -132,12 +147,11 @@ def _replay(events: list[RowChange]) -> dict[int, str]:
 
 
 def test_every_row_is_read_once_in_key_order_with_the_incremental_marker() -> None:
-    table = MemoryTable({1: "a", 2: "b", 3: "c", 4: "d", 5: "e"})
-    emitted, notes, snap = _run(table)
-    assert [e.after[0] for e in emitted] == [1, 2, 3, 4, 5]  # type: ignore[index]
-    assert {e.op for e in emitted} == {Op.READ}
-    assert {e.source["snapshot"] for e in emitted} == {"incremental"}
-    assert [n.type for n in notes] == [
+    run = _run(MemoryTable({1: "a", 2: "b", 3: "c", 4: "d", 5: "e"}))
+    assert run.keys() == [1, 2, 3, 4, 5]
+    assert {e.op for e in run.emitted} == {Op.READ}
+    assert {e.source["snapshot"] for e in run.emitted} == {"incremental"}
+    assert [n.type for n in run.notes] == [
         "STARTED",
         "IN_PROGRESS",
         "IN_PROGRESS",
@@ -145,39 +159,25 @@ def test_every_row_is_read_once_in_key_order_with_the_incremental_marker() -> No
         "TABLE_SCAN_COMPLETED",
         "COMPLETED",
     ]
-    assert notes[0].additional_data["signal_id"] == "sig-1"
-    assert not snap.active
+    assert run.notes[0].additional_data["signal_id"] == "sig-1"
+    assert not run.snap.active
 
 
 def test_a_change_inside_the_window_drops_the_stale_chunk_row() -> None:
     table = MemoryTable({1: "a", 2: "b", 3: "c"})
     table.after_read = [("u", 2, "B"), ("d", 1, None)]  # committed after the first chunk's read
-    emitted, _, _ = _run(table, chunk_size=3)
-    reads = [e.after for e in emitted if e.op is Op.READ]
-    assert reads == [(3, "c")]
-    assert _replay(emitted) == table.rows == {2: "B", 3: "c"}
+    run = _run(table, chunk_size=3)
+    assert [e.after for e in run.emitted if e.op is Op.READ] == [(3, "c")]
+    assert _replay(run.emitted) == table.rows == {2: "B", 3: "c"}
 
 
 def test_a_change_before_the_window_opens_does_not_drop_the_chunk_row() -> None:
     table = MemoryTable({1: "a", 2: "b"})
-    emitted: list[RowChange] = []
-    snap = IncrementalSnapshotter(
-        source=table,
-        chunk_size=5,
-        strategy="insert_insert",
-        connector_name="c",
-        emit=emitted.append,
-        notify=lambda _: None,
-    )
+    run = _snapshotter(table, chunk_size=5)
     table.write("u", 1, "A")  # in the log before the signal
-    snap.on_signal(
-        signals.parse(
-            "s", "execute-snapshot", '{"data-collections": ["public.items"]}', channel="source"
-        ),
-        None,
-    )
-    _drain(table, snap, emitted)
-    assert [(e.op, e.after) for e in emitted] == [
+    run.snap.on_signal(EXECUTE, None)
+    run.drain()
+    assert [(e.op, e.after) for e in run.emitted] == [
         (Op.UPDATE, (1, "A")),
         (Op.READ, (1, "A")),
         (Op.READ, (2, "b")),
@@ -185,99 +185,52 @@ def test_a_change_before_the_window_opens_does_not_drop_the_chunk_row() -> None:
 
 
 def test_insert_delete_strategy_closes_the_window_by_deleting_the_open_marker() -> None:
-    table = MemoryTable({1: "a", 2: "b", 3: "c"})
-    emitted, _, _ = _run(table, strategy="insert_delete")
-    assert [e.after[0] for e in emitted] == [1, 2, 3]  # type: ignore[index]
+    assert _run(MemoryTable({1: "a", 2: "b", 3: "c"}), strategy="insert_delete").keys() == [1, 2, 3]
 
 
 def test_progress_survives_a_restart_through_the_offset() -> None:
     table = MemoryTable({k: str(k) for k in range(1, 8)})
-    first_emitted: list[RowChange] = []
-    first = IncrementalSnapshotter(
-        source=table,
-        chunk_size=2,
-        strategy="insert_insert",
-        connector_name="c",
-        emit=first_emitted.append,
-        notify=lambda _: None,
-    )
-    first.on_signal(
-        signals.parse(
-            "s", "execute-snapshot", '{"data-collections": ["public.items"]}', channel="source"
-        ),
-        None,
-    )
+    first = _snapshotter(table)
+    first.snap.on_signal(EXECUTE, None)
     for _ in range(3):  # open, close of chunk one, open of chunk two
         _kind, item = table.log.pop(0)
-        first.on_signal(item, RowChange(TABLE, Op.CREATE, None, (0, ""), {"ts_ms": 1}))
-    saved = first.decorate(Offset({"lsn": 5}))
+        first.snap.on_signal(item, RowChange(TABLE, Op.CREATE, None, (0, ""), {"ts_ms": 1}))
+    saved = first.snap.decorate(Offset({"lsn": 5}))
     table.log.clear()  # the process dies; the rest of the log is replayed later
 
-    second_emitted: list[RowChange] = []
-    second = IncrementalSnapshotter(
-        source=table,
-        chunk_size=2,
-        strategy="insert_insert",
-        connector_name="c",
-        emit=second_emitted.append,
-        notify=lambda _: None,
-    )
-    second.restore(saved)
-    second.start()
-    _drain(table, second, second_emitted)
-    assert [e.after[0] for e in first_emitted] == [1, 2]  # type: ignore[index]
-    assert [e.after[0] for e in second_emitted] == [3, 4, 5, 6, 7]  # type: ignore[index]
+    second = _snapshotter(table)
+    second.snap.restore(saved)
+    second.snap.start()
+    second.drain()
+    assert first.keys() == [1, 2]
+    assert second.keys() == [3, 4, 5, 6, 7]
     assert saved.get("lsn") == 5
 
 
 def test_pause_holds_the_next_chunk_until_resume() -> None:
-    table = MemoryTable({1: "a", 2: "b", 3: "c"})
-    emitted: list[RowChange] = []
-    notes: list[Notification] = []
-    snap = IncrementalSnapshotter(
-        source=table,
-        chunk_size=1,
-        strategy="insert_insert",
-        connector_name="c",
-        emit=emitted.append,
-        notify=notes.append,
-    )
-    snap.on_signal(
-        signals.parse(
-            "s", "execute-snapshot", '{"data-collections": ["public.items"]}', channel="source"
-        ),
-        None,
-    )
-    snap.on_signal(signals.Signal("p", "pause-snapshot"), None)
-    _drain(table, snap, emitted)
-    assert len(emitted) == 1 and snap.active
-    snap.on_signal(signals.Signal("r", "resume-snapshot"), None)
-    _drain(table, snap, emitted)
-    assert [e.after[0] for e in emitted] == [1, 2, 3]  # type: ignore[index]
-    assert [n.type for n in notes if n.type in ("PAUSED", "RESUMED")] == ["PAUSED", "RESUMED"]
+    run = _snapshotter(MemoryTable({1: "a", 2: "b", 3: "c"}), chunk_size=1)
+    run.snap.on_signal(EXECUTE, None)
+    run.snap.on_signal(signals.Signal("p", "pause-snapshot"), None)
+    run.drain()
+    assert len(run.emitted) == 1 and run.snap.active
+    run.snap.on_signal(signals.Signal("r", "resume-snapshot"), None)
+    run.drain()
+    assert run.keys() == [1, 2, 3]
+    assert [n.type for n in run.notes if n.type in ("PAUSED", "RESUMED")] == ["PAUSED", "RESUMED"]
 
 
 def test_stop_aborts_the_snapshot() -> None:
-    table = MemoryTable({1: "a", 2: "b", 3: "c"})
-    emitted: list[RowChange] = []
-    notes: list[Notification] = []
-    snap = IncrementalSnapshotter(
-        source=table,
-        chunk_size=1,
-        strategy="insert_insert",
-        connector_name="c",
-        emit=emitted.append,
-        notify=notes.append,
-    )
-    snap.on_signal(
-        signals.parse(
-            "s", "execute-snapshot", '{"data-collections": ["public.items"]}', channel="source"
-        ),
-        None,
-    )
-    snap.on_signal(
+    run = _snapshotter(MemoryTable({1: "a", 2: "b", 3: "c"}), chunk_size=1)
+    run.snap.on_signal(EXECUTE, None)
+    run.snap.on_signal(
         signals.parse("x", "stop-snapshot", '{"type": "incremental"}', channel="source"), None
     )
-    _drain(table, snap, emitted)
-    assert emitted == [] and not snap.active
-    assert notes[-1].type == "ABORTED"
+    run.drain()
+    assert run.emitted == [] and not run.snap.active
+    assert run.notes[-1].type == "ABORTED"
+
+
+def test_pause_without_a_snapshot_is_reported_as_ignored() -> None:
+    run = _snapshotter(MemoryTable({1: "a"}))
+    run.snap.on_signal(signals.Signal("p", "pause-snapshot"), None)
+    assert [(n.type, n.additional_data["signal_id"]) for n in run.notes] == [("IGNORED", "p")]
