@@ -34,6 +34,8 @@ unit integration e2e: setup
 
 bench: setup
 	$(BIN)/python -m bench.pipeline_throughput
+	$(BIN)/python -m bench.incremental_snapshot
+	$(BIN)/python -m bench.spark_apply
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -24,10 +24,18 @@ import kopf
 
 from cdcflow.capture.config import ConfigError
 from cdcflow.capture.resource import CdcConnector, parse_connector
-from cdcflow.operator import capture_client, children, connector_status, signal_status
+from cdcflow.operator import (
+    capture_client,
+    children,
+    connector_status,
+    signal_status,
+    sink_children,
+    sink_status,
+)
 from cdcflow.operator.conditions import find, merge, now
 from cdcflow.operator.kube import Kube, load_configuration
 from cdcflow.operator.resources import CdcSnapshotSignal
+from cdcflow.sparkapps.config import SinkConfigError, parse_sink
 
 GROUP, VERSION = "cdcflow.io", "v1alpha1"
 FINALIZER = "cdcflow.io/cleanup"
@@ -50,7 +58,7 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> Non
     )
     settings.posting.level = logging.INFO
     memo["kube"] = Kube(load_configuration())
-    memo["tracked"] = {"cdcconnectors": set(), "cdcsnapshotsignals": set()}
+    memo["tracked"] = {"cdcconnectors": set(), "cdcsnapshotsignals": set(), "cdcsinks": set()}
 
 
 @kopf.on.startup()
@@ -69,6 +77,7 @@ async def stop_poller(memo: kopf.Memo, **_: Any) -> None:
 
 @kopf.on.event(GROUP, VERSION, "cdcconnectors")
 @kopf.on.event(GROUP, VERSION, "cdcsnapshotsignals")
+@kopf.on.event(GROUP, VERSION, "cdcsinks")
 def track(
     event: kopf.RawEvent, body: kopf.Body, resource: kopf.Resource, memo: kopf.Memo, **_: Any
 ) -> None:
@@ -89,6 +98,7 @@ async def _poll(memo: kopf.Memo) -> None:
         for plural, refresh in (
             ("cdcconnectors", _refresh_connector),
             ("cdcsnapshotsignals", _refresh_signal),
+            ("cdcsinks", _refresh_sink),
         ):
             for namespace, name in list(memo["tracked"][plural]):
                 try:
@@ -137,6 +147,10 @@ def _refresh_connector(kube: Kube, namespace: str, name: str) -> None:
 
 def _refresh_signal(kube: Kube, namespace: str, name: str) -> None:
     _refresh(kube, "CdcSnapshotSignal", namespace, name, _signal_update)
+
+
+def _refresh_sink(kube: Kube, namespace: str, name: str) -> None:
+    _refresh(kube, "CdcSink", namespace, name, _sink_update)
 
 
 # -- CdcConnector --------------------------------------------------------------------------
@@ -306,6 +320,54 @@ def _expire(kube: Kube, body: kopf.Body) -> None:
     if ttl is not None and completed and signal_status.age_seconds(completed) >= int(ttl):
         namespace, name = str(body.metadata.namespace), str(body.metadata.name)
         kube.delete(f"{GROUP}/{VERSION}", "CdcSnapshotSignal", namespace, name)
+
+
+# -- CdcSink ---------------------------------------------------------------------------------
+
+SPARK_API = "sparkoperator.k8s.io/v1beta2"
+
+
+@kopf.on.create(GROUP, VERSION, "cdcsinks")
+@kopf.on.update(GROUP, VERSION, "cdcsinks")
+@kopf.on.resume(GROUP, VERSION, "cdcsinks")
+def reconcile_sink(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, **_: Any) -> None:
+    _store(patch, _sink_update(memo["kube"], body))
+
+
+def _sink_update(kube: Kube, body: kopf.Body) -> Update:
+    result = sink_status.compute(_observe_sink(kube, body))
+    return Update(status=_status(kube, body, result.conditions, result.fields))
+
+
+def _observe_sink(kube: Kube, body: kopf.Body) -> sink_status.Observed:
+    namespace = str(body.metadata.namespace)
+    document = {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "CdcSink",
+        "metadata": {"name": body.metadata.name, "namespace": namespace},
+        "spec": dict(body.spec),
+    }
+    try:
+        sink = parse_sink(document, origin=f"CdcSink {body.metadata.name}")
+    except SinkConfigError as error:
+        return sink_status.Observed(invalid=str(error))
+    connector = None
+    if sink.spec.connector_ref is not None:
+        found = kube.get(
+            f"{GROUP}/{VERSION}", "CdcConnector", namespace, sink.spec.connector_ref.name
+        )
+        if found is None:
+            return sink_status.Observed(connector_missing=sink.spec.connector_ref.name)
+        connector, problem = _parse_connector(found)
+        if connector is None:
+            return sink_status.Observed(invalid=f"referenced connector is invalid: {problem}")
+    if not kube.has_kind(SPARK_API, "SparkApplication"):
+        return sink_status.Observed(spark_operator_missing=True)
+    sink = sink_children.resolved(sink, connector)
+    uid = str(body.metadata.uid)
+    kube.apply(sink_children.config_map(sink, uid=uid))
+    application = kube.apply(sink_children.spark_application(sink, uid=uid))
+    return sink_status.Observed(suspended=sink.spec.state == "suspended", application=application)
 
 
 # -- shared --------------------------------------------------------------------------------

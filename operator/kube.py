@@ -42,7 +42,12 @@ class Kube:
         self._core = client.CoreV1Api(api)
 
     def _resource(self, api_version: str, kind: str) -> Any:
-        return self._dynamic.resources.get(api_version=api_version, kind=kind)
+        """The API resource of ``kind``; a miss re-reads discovery once (CRDs come and go)."""
+        try:
+            return self._dynamic.resources.get(api_version=api_version, kind=kind)
+        except ResourceNotFoundError:
+            self._dynamic.resources.invalidate_cache()
+            return self._dynamic.resources.get(api_version=api_version, kind=kind)
 
     def apply(self, manifest: JSON) -> JSON:
         """Server-side apply ``manifest``; returns the object as stored."""

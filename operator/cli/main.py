@@ -13,7 +13,7 @@ from cdcflow.operator.cli import (
     demo,
     offsets,
     operator_command,
-    planned,
+    sink,
 )
 
 
@@ -38,8 +38,7 @@ cli.add_command(demo.demo)
 cli.add_command(crds.crds)
 cli.add_command(cleanup.cleanup)
 cli.add_command(operator_command.operator)
-for planned_command in (planned.sink,):
-    cli.add_command(planned_command)
+cli.add_command(sink.sink)
 
 
 def main() -> None:

@@ -12,6 +12,7 @@ from pydantic import BaseModel
 from cdcflow.capture.resource import ConnectorSpec
 from cdcflow.operator.crd.schema import JSON, structural
 from cdcflow.operator.resources import SnapshotSignalSpec
+from cdcflow.sparkapps.config import SinkSpec
 
 GROUP = "cdcflow.io"
 VERSION = "v1alpha1"
@@ -214,7 +215,28 @@ def signal_crd() -> JSON:
     )
 
 
+def sink_crd() -> JSON:
+    status = _status({"application": OPEN_OBJECT})
+    columns = [
+        _column("Connector", ".spec.connectorRef.name"),
+        _column("Mode", ".spec.mode"),
+        _column("Target", ".spec.target.path"),
+        _column("State", ".status.application.state"),
+        _condition_column("Ready", "Ready"),
+        _condition_column("Reason", "Ready", "reason"),
+        AGE,
+    ]
+    return _crd(
+        kind="CdcSink",
+        plural="cdcsinks",
+        short_names=["cdcsink"],
+        spec_model=SinkSpec,
+        status=status,
+        columns=columns,
+    )
+
+
 def all_crds() -> dict[str, JSON]:
     """File name → CRD, for ``crds/``."""
-    crds = [connector_crd(), signal_crd()]
+    crds = [connector_crd(), signal_crd(), sink_crd()]
     return {f"{crd['spec']['group']}_{crd['spec']['names']['plural']}.yaml": crd for crd in crds}

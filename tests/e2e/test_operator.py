@@ -529,3 +529,126 @@ def test_deleting_with_cleanup_runs_the_job_and_never_hangs(
     assert gone
     events = kubectl(kube_cluster, "get", "events", "-n", kube_namespace, "-o", "json").stdout
     assert event in events
+
+
+# -- CdcSink -------------------------------------------------------------------------------
+
+SPARK_APPLICATION_CRD: dict[str, Any] = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {
+        "name": "sparkapplications.sparkoperator.k8s.io",
+        # *.k8s.io groups need this annotation; the Spark operator's own CRD carries it too.
+        "annotations": {"api-approved.kubernetes.io": "unapproved, experimental-only"},
+    },
+    "spec": {
+        "group": "sparkoperator.k8s.io",
+        "scope": "Namespaced",
+        "names": {"kind": "SparkApplication", "plural": "sparkapplications"},
+        "versions": [
+            {
+                "name": "v1beta2",
+                "served": True,
+                "storage": True,
+                "subresources": {"status": {}},
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "x-kubernetes-preserve-unknown-fields": True,
+                    }
+                },
+            }
+        ],
+    },
+}
+
+
+def _sink(name: str, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "cdcflow.io/v1alpha1",
+        "kind": "CdcSink",
+        "metadata": {"name": name},
+        "spec": {
+            "connectorRef": {"name": "lake-source"},
+            "target": {"format": "delta", "path": "s3a://lake/x"},
+            "trigger": {"availableNow": True},
+            **spec,
+        },
+    }
+
+
+def _application_state(cluster: kube.KubeCluster, namespace: str, state: str) -> None:
+    status = {"status": {"applicationState": {"state": state, "errorMessage": ""}}}
+    kubectl(
+        cluster,
+        "patch",
+        "-n",
+        namespace,
+        "sparkapplication/lake-sink",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        json.dumps(status),
+    )
+
+
+def test_a_sink_runs_as_a_spark_application_and_follows_its_state(
+    kube_cluster: kube.KubeCluster, kube_namespace: str, operator: int
+) -> None:
+    _apply(kube_cluster, kube_namespace, _secret("lake-source-db", username="cdc", password="pw"))
+    _apply(kube_cluster, kube_namespace, _connector("lake-source", topicPrefix="shop"))
+    _apply(kube_cluster, kube_namespace, _sink("lake"))
+    missing = _wait_for_reason(
+        kube_cluster, kube_namespace, "cdcsink/lake", "Ready", "SparkOperatorMissing"
+    )
+    assert _condition(missing, "Stalled")["status"] == "True"
+
+    kubectl(kube_cluster, "apply", "-f", "-", stdin=yaml.safe_dump(SPARK_APPLICATION_CRD))
+    wait_established(kube_cluster, "crd/sparkapplications.sparkoperator.k8s.io")
+    application = _eventually(
+        lambda: _get(kube_cluster, kube_namespace, "sparkapplication", "lake-sink"),
+        timeout=45,
+        what="the SparkApplication",
+    )
+    job = yaml.safe_load(
+        _get(kube_cluster, kube_namespace, "configmap", "lake-sink-config")["data"]["sink.yaml"]
+    )
+    spec = application["spec"]
+    assert spec["mainApplicationFile"] == "local:///opt/cdcflow/sink_main.py"
+    assert spec["arguments"] == ["/etc/cdcflow/sink.yaml"]
+    assert spec["suspend"] is False
+    assert job["spec"]["kafka"]["bootstrapServers"] == "kafka:9092"
+    assert job["spec"]["connectorRef"]["topicPrefix"] == "shop"
+
+    _application_state(kube_cluster, kube_namespace, "RUNNING")
+    _wait_for_reason(kube_cluster, kube_namespace, "cdcsink/lake", "Ready", "ApplicationRunning")
+    kubectl(
+        kube_cluster,
+        "wait",
+        "-n",
+        kube_namespace,
+        "--for=condition=Ready",
+        "cdcsink/lake",
+        "--timeout=30s",
+    )
+    _application_state(kube_cluster, kube_namespace, "FAILED")
+    failed = _wait_for_reason(
+        kube_cluster, kube_namespace, "cdcsink/lake", "Ready", "ApplicationFailed"
+    )
+    assert _condition(failed, "Ready")["status"] == "False"
+
+    _apply(kube_cluster, kube_namespace, _sink("lake", state="suspended"))
+    _wait_for_reason(kube_cluster, kube_namespace, "cdcsink/lake", "Ready", "Suspended")
+    suspended = _get(kube_cluster, kube_namespace, "sparkapplication", "lake-sink")
+    assert suspended["spec"]["suspend"] is True
+    columns = kubectl(kube_cluster, "get", "cdcsinks", "-n", kube_namespace).stdout.splitlines()[0]
+    assert columns.split() == [
+        "NAME",
+        "CONNECTOR",
+        "MODE",
+        "TARGET",
+        "STATE",
+        "READY",
+        "REASON",
+        "AGE",
+    ]

@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from cdcflow.capture.resource import CdcConnector
@@ -239,3 +240,69 @@ def test_rejected_signal_is_stalled_with_the_reason() -> None:
     conditions = {c.type: (c.status, c.reason, c.message) for c in result.conditions}
     assert conditions["Succeeded"] == ("False", "SignalRejected", "bad filter")
     assert conditions["Stalled"][0] == "True"
+
+
+def _sink(**spec: Any) -> Any:
+    from cdcflow.sparkapps.config import CdcSink
+
+    return CdcSink.model_validate(
+        {
+            "metadata": {"name": "lake", "namespace": "shop"},
+            "spec": {
+                "connectorRef": {"name": "orders"},
+                "target": {"format": "delta", "path": "s3a://lake/orders"},
+                **spec,
+            },
+        }
+    )
+
+
+def test_sink_takes_topics_and_kafka_from_its_connector() -> None:
+    from cdcflow.operator import sink_children
+
+    resolved = sink_children.resolved(_sink(), _connector(topicPrefix="shop-eu"))
+    assert resolved.spec.connector_ref is not None
+    assert resolved.spec.connector_ref.prefix == "shop-eu"
+    assert resolved.bootstrap_servers() == "kafka:9093"
+
+
+def test_suspended_sink_suspends_its_spark_application() -> None:
+    from cdcflow.operator import sink_children
+
+    running = sink_children.spark_application(_sink(), uid=UID)["spec"]
+    suspended = sink_children.spark_application(_sink(state="suspended"), uid=UID)["spec"]
+    assert (running["suspend"], suspended["suspend"]) == (False, True)
+    assert running["arguments"] == ["/etc/cdcflow/sink.yaml"]
+    assert running["volumes"][0]["configMap"]["name"] == "lake-sink-config"
+
+
+@pytest.mark.parametrize(
+    ("state", "ready", "reason"),
+    [
+        ("RUNNING", "True", "ApplicationRunning"),
+        ("COMPLETED", "True", "ApplicationCompleted"),
+        ("FAILED", "False", "ApplicationFailed"),
+        ("SUBMISSION_FAILED", "False", "SubmissionFailed"),
+        ("PENDING_RERUN", "False", "PendingRerun"),
+        ("", "False", "ApplicationSubmitting"),
+    ],
+)
+def test_sink_ready_follows_the_spark_application_state(
+    state: str, ready: str, reason: str
+) -> None:
+    from cdcflow.operator import sink_status
+
+    application = {
+        "metadata": {"name": "lake-sink"},
+        "status": {"applicationState": {"state": state}},
+    }
+    result = sink_status.compute(sink_status.Observed(application=application))
+    assert (result.conditions[0].status, result.conditions[0].reason) == (ready, reason)
+
+
+def test_sink_without_the_spark_operator_is_stalled() -> None:
+    from cdcflow.operator import sink_status
+
+    result = sink_status.compute(sink_status.Observed(spark_operator_missing=True))
+    reasons = {c.type: (c.status, c.reason) for c in result.conditions}
+    assert reasons["Stalled"] == ("True", "SparkOperatorMissing")

@@ -107,7 +107,9 @@ class PostgresStream:
         self._flushed = resume_lsn
         self._received = resume_lsn
         self._last_status = 0.0
-        self._last_commit_lsn: int | None = None
+        # The resume position is the last commit durable before this stream: carrying it in
+        # source.sequence keeps the first transaction after a (re)start ordered after it.
+        self._last_commit_lsn: int | None = resume_lsn or None
         self._tx: pgoutput.Begin | None = None
         self._tx_base: dict[str, Any] = {}
         self._skipping = False
