@@ -8,6 +8,8 @@ COPY capture /src/capture
 COPY operator /src/operator
 COPY sparkapps /src/sparkapps
 RUN pip install --no-cache-dir "/src[spark]" \
- && CDCFLOW_CACHE=/opt/cdcflow python3 -m cdcflow.sparkapps.session
+ && CDCFLOW_CACHE=/opt/cdcflow python3 -m cdcflow.sparkapps.session \
+ && cp /opt/cdcflow/spark/jars/*/*.jar "$SPARK_HOME/jars/" \
+ && printf 'import sys\nfrom cdcflow.sparkapps.sink import main\nsys.exit(main())\n' > /opt/cdcflow/sink_main.py
 USER spark
 ENV CDCFLOW_CACHE=/opt/cdcflow

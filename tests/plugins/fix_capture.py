@@ -187,8 +187,8 @@ class CaptureHarness:
         while time.monotonic() < deadline:
             try:
                 events = self.events(topic_suffix)
-            except LookupError:
-                events = []
+            except (LookupError, RuntimeError, TimeoutError):
+                events = []  # topic not created yet, or a leader election in progress
             if predicate(events):
                 return events
             time.sleep(0.2)
