@@ -125,8 +125,14 @@ def _short(value: Any) -> str:
 
 
 @click.command()
-def demo() -> None:
-    """Run PostgreSQL → cdcflow → Kafka end to end on throwaway servers and show the events."""
+@click.option(
+    "--lake/--no-lake",
+    default=True,
+    show_default=True,
+    help="Also apply the topics to Delta tables with Spark and show them.",
+)
+def demo(lake: bool) -> None:
+    """Run PostgreSQL → cdcflow → Kafka → Delta end to end on throwaway servers."""
     console = Console()
     with console.status("starting a throwaway PostgreSQL…"):
         pg_context = postgres.running_postgres()
@@ -139,6 +145,12 @@ def demo() -> None:
         try:
             console.print(f"[green]✓[/] Kafka {broker.version} on {broker.bootstrap_servers}")
             _run_demo(console, pg, broker)
+            if lake:
+                from cdcflow.operator.cli.demo_lake import show_lake
+
+                same = show_lake(console, pg, broker)
+                verdict = "[green]✓[/] equal" if same else "[red]✗[/] different"
+                console.print(f"{verdict}: every Delta table holds its source table's rows")
         finally:
             kafka_context.__exit__(None, None, None)
     finally:

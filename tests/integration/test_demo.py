@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 
-def test_demo_shows_snapshot_and_streamed_events_read_back_from_kafka() -> None:
+def test_demo_shows_events_in_kafka_and_delta_tables_equal_to_the_source() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "cdcflow.operator.cli", "demo"],
         capture_output=True,
@@ -22,3 +22,5 @@ def test_demo_shows_snapshot_and_streamed_events_read_back_from_kafka() -> None:
     for op in (" r ", " c ", " u ", " d ", "tombstone", "BEGIN", "END"):
         assert op in out, f"{op!r} missing from:\n{out}"
     assert "10 events" in out
+    assert "Delta table public_orders" in out
+    assert "equal: every Delta table holds its source table's rows" in out
