@@ -305,6 +305,39 @@ def all_children(resource: CdcConnector, *, uid: str, secret_hash: str) -> list[
     ]
 
 
+def offsets_reset_job(resource: CdcConnector, *, uid: str, request: int) -> JSON:
+    """A Job forgetting the stored offsets (``offsets.resetRequest``), on the pod's volume."""
+    pod = stateful_set(resource, uid=uid, secret_hash="")["spec"]["template"]["spec"]
+    container = {
+        **pod["containers"][0],
+        "args": ["offsets", "reset", "-f", f"{CONFIG_DIR}/connector.yaml", "--yes"],
+    }
+    container.pop("readinessProbe", None)
+    container.pop("livenessProbe", None)
+    volumes = list(pod["volumes"])
+    if resource.spec.offsets.store == "file":
+        claim = f"data-{child_name(resource)}-0"  # the StatefulSet's volume of pod 0
+        volumes.append({"name": "data", "persistentVolumeClaim": {"claimName": claim}})
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": _meta(resource, f"{child_name(resource)}-offsets-reset-{request}", uid),
+        "spec": {
+            "backoffLimit": 3,
+            "ttlSecondsAfterFinished": 3600,
+            "template": {
+                "metadata": {"labels": labels(resource)},
+                "spec": {
+                    **pod,
+                    "restartPolicy": "Never",
+                    "containers": [container],
+                    "volumes": volumes,
+                },
+            },
+        },
+    }
+
+
 def cleanup_job(resource: CdcConnector, *, uid: str, secret_hash: str) -> JSON:
     """A Job dropping the slot and publication (``cleanupPolicy: Delete``)."""
     template = stateful_set(resource, uid=uid, secret_hash=secret_hash)["spec"]["template"]

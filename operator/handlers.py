@@ -199,6 +199,7 @@ def _apply_connector(
         kube.apply(manifest)
     update.status["secretHash"] = secret_hash
     update.status["lastRestartRequest"] = resource.spec.restart_request
+    _reset_offsets(kube, resource, body, update)
     if resource.spec.state != "running":
         return connector_status.Observed(resource=resource)
     base = capture_client.endpoint(name=resource.metadata.name, namespace=namespace)
@@ -206,6 +207,26 @@ def _apply_connector(
         return connector_status.Observed(resource=resource, capture=capture_client.status(base))
     except capture_client.CaptureUnreachableError as error:
         return connector_status.Observed(resource=resource, capture_error=str(error))
+
+
+def _reset_offsets(kube: Kube, resource: CdcConnector, body: kopf.Body, update: Update) -> None:
+    """Honour a raised ``offsets.resetRequest`` (the CRD allows it only while stopped)."""
+    wanted = resource.spec.offsets.reset_request
+    done = int((body.get("status") or {}).get("lastResetRequest") or 0)
+    if wanted <= done or resource.spec.state != "stopped":
+        return
+    job = children.offsets_reset_job(resource, uid=str(body.metadata.uid), request=wanted)
+    current = kube.get("batch/v1", "Job", resource.metadata.namespace, job["metadata"]["name"])
+    if current is None:
+        kube.apply(job)
+    elif (current.get("status") or {}).get("succeeded"):
+        update.status["lastResetRequest"] = wanted
+        kube.post_event(
+            dict(body),
+            warning=False,
+            reason="OffsetsReset",
+            message=f"stored offsets forgotten (resetRequest {wanted}); the next start snapshots",
+        )
 
 
 def _finalizers(resource: CdcConnector, body: kopf.Body) -> list[str] | None:

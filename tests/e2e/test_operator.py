@@ -652,3 +652,69 @@ def test_a_sink_runs_as_a_spark_application_and_follows_its_state(
         "REASON",
         "AGE",
     ]
+
+
+def _finish_job(cluster: kube.KubeCluster, namespace: str, name: str) -> None:
+    """Mark a Job succeeded, as the job controller would (none runs here)."""
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    conditions = [
+        {"type": kind, "status": "True", "lastTransitionTime": stamp}
+        for kind in ("SuccessCriteriaMet", "Complete")
+    ]
+    status = {
+        "status": {
+            "succeeded": 1,
+            "startTime": stamp,
+            "completionTime": stamp,
+            "conditions": conditions,
+        }
+    }
+    kubectl(
+        cluster,
+        "patch",
+        "-n",
+        namespace,
+        f"job/{name}",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        json.dumps(status),
+    )
+
+
+def test_an_offsets_reset_request_runs_a_reset_job_once(
+    kube_cluster: kube.KubeCluster, kube_namespace: str, operator: int
+) -> None:
+    _apply(kube_cluster, kube_namespace, _secret("reset-db", username="cdc", password="pw"))
+    _apply(kube_cluster, kube_namespace, _connector("reset", state="stopped"))
+    _eventually(
+        lambda: _get(kube_cluster, kube_namespace, "cdcc", "reset").get("status"), what="status"
+    )
+    _apply(
+        kube_cluster,
+        kube_namespace,
+        _connector("reset", state="stopped", offsets={"resetRequest": 1}),
+    )
+    job = _eventually(
+        lambda: _get(kube_cluster, kube_namespace, "job", "reset-capture-offsets-reset-1"),
+        what="the reset Job",
+    )
+    pod = job["spec"]["template"]["spec"]
+    assert pod["containers"][0]["args"][:2] == ["offsets", "reset"]
+    claims = [
+        v["persistentVolumeClaim"]["claimName"]
+        for v in pod["volumes"]
+        if "persistentVolumeClaim" in v
+    ]
+    assert claims == ["data-reset-capture-0"]
+    _finish_job(kube_cluster, kube_namespace, "reset-capture-offsets-reset-1")
+    _eventually(
+        lambda: (
+            _get(kube_cluster, kube_namespace, "cdcc", "reset")["status"].get("lastResetRequest")
+            == 1
+        ),
+        timeout=45,
+        what="lastResetRequest 1",
+    )
+    events = kubectl(kube_cluster, "get", "events", "-n", kube_namespace, "-o", "json").stdout
+    assert "OffsetsReset" in events
