@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import orjson
 from pyspark.sql import SparkSession
 
 from tests.integration.sink_support import apply_backlog, sink_resource, table_path
@@ -20,7 +21,9 @@ HISTORY = (
 
 
 def _position(event: Event) -> str:
-    return f"{event.payload['source']['lsn']:020d}"
+    """The sink's order key: ``source.sequence`` as [last commit, lsn], each 20 digits."""
+    last_commit, lsn = orjson.loads(event.payload["source"]["sequence"])
+    return f"{int(last_commit or 0):020d}:{int(lsn):020d}"
 
 
 def _history(spark: SparkSession, path: str, key: int) -> list[tuple[object, ...]]:
