@@ -31,6 +31,7 @@ from cdcflow.capture.signalling import Notifications, Signalling
 from cdcflow.capture.spi import Offset, OffsetStore, Sink
 from cdcflow.capture.stats import Stats
 from cdcflow.capture.stdout_sink import StdoutSink
+from cdcflow.capture.topics import TopicNames
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +109,7 @@ class Engine:
 
     def _pipeline(self) -> Pipeline:
         framing = Framing(
-            topics=_topics(self.properties),
+            topics=TopicNames.from_properties(self.properties),
             source_schema=self.connector.source_schema,
             key_schemas=self.properties.key_converter_schemas_enable,
             value_schemas=self.properties.value_converter_schemas_enable,
@@ -294,12 +295,6 @@ def _track_tables(changes: Any, stats: Stats) -> Any:
         yield change
     for progress in stats.tables.values():
         progress.completed = True
-
-
-def _topics(properties: ConnectorProperties) -> Any:
-    from cdcflow.capture.topics import TopicNames
-
-    return TopicNames.from_properties(properties)
 
 
 def version() -> str:
