@@ -170,10 +170,15 @@ class Runtime(Spec):
 
 
 class AutoRestart(Spec):
-    """Restart a failed connector with backoff (min(n²+n, 60) minutes, as Strimzi)."""
+    """Bounds on restarting a failed capture container (the kubelet backs off between them)."""
 
-    enabled: bool = True
-    max_restarts: int | None = Field(None, alias="maxRestarts", ge=0)
+    enabled: bool = Field(True, description="false: halt the connector at the first failure.")
+    max_restarts: int | None = Field(
+        None,
+        alias="maxRestarts",
+        ge=0,
+        description="Halt after this many restarts (unset: no limit); restartRequest resumes.",
+    )
 
 
 class ConnectorSpec(Spec):

@@ -154,12 +154,14 @@ def config_hash(resource: CdcConnector) -> str:
     return hashlib.sha256(engine_config(resource).encode()).hexdigest()[:16]
 
 
-def replicas(resource: CdcConnector) -> int:
-    """One reader while running; paused and stopped keep the slot and run no pod."""
-    return 1 if resource.spec.state == "running" else 0
+def replicas(resource: CdcConnector, *, halted: bool = False) -> int:
+    """One reader while running; paused, stopped or halted keep the slot and run no pod."""
+    return 1 if resource.spec.state == "running" and not halted else 0
 
 
-def stateful_set(resource: CdcConnector, *, uid: str, secret_hash: str) -> JSON:
+def stateful_set(
+    resource: CdcConnector, *, uid: str, secret_hash: str, halted: bool = False
+) -> JSON:
     runtime = resource.spec.runtime
     volumes, mounts = _volumes(resource)
     container: JSON = {
@@ -190,7 +192,7 @@ def stateful_set(resource: CdcConnector, *, uid: str, secret_hash: str) -> JSON:
         },
     }
     spec: JSON = {
-        "replicas": replicas(resource),
+        "replicas": replicas(resource, halted=halted),
         "serviceName": child_name(resource),
         "selector": {"matchLabels": _selector(resource)},
         "template": {
@@ -293,7 +295,9 @@ def role_binding(resource: CdcConnector, *, uid: str) -> JSON:
     }
 
 
-def all_children(resource: CdcConnector, *, uid: str, secret_hash: str) -> list[JSON]:
+def all_children(
+    resource: CdcConnector, *, uid: str, secret_hash: str, halted: bool = False
+) -> list[JSON]:
     """Every object the connector owns, in apply order."""
     return [
         service_account(resource, uid=uid),
@@ -301,7 +305,7 @@ def all_children(resource: CdcConnector, *, uid: str, secret_hash: str) -> list[
         role_binding(resource, uid=uid),
         config_map(resource, uid=uid),
         service(resource, uid=uid),
-        stateful_set(resource, uid=uid, secret_hash=secret_hash),
+        stateful_set(resource, uid=uid, secret_hash=secret_hash, halted=halted),
     ]
 
 

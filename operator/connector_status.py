@@ -24,6 +24,8 @@ class Observed:
     missing_secrets: tuple[str, ...] = ()
     capture: dict[str, Any] | None = None
     capture_error: str = ""
+    restarts: int = 0
+    halted: bool = False
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,15 @@ def compute(observed: Observed) -> ConnectorStatus:
             ready=False, reason="SecretNotFound", message=message, reconciling=True
         )
         return ConnectorStatus(conditions, {**fields, "state": "WaitingForSecret"})
+    if observed.halted and resource.spec.state == "running":
+        message = (
+            f"the capture container restarted {observed.restarts} times, more than "
+            "spec.autoRestart allows; raise spec.restartRequest to run it again"
+        )
+        conditions = summary(
+            ready=False, reason="RestartLimitReached", message=message, stalled=True
+        )
+        return ConnectorStatus(conditions, {**fields, "state": "Halted"})
     if resource.spec.state != "running":
         reason = "ConnectorPaused" if resource.spec.state == "paused" else "ConnectorStopped"
         conditions = summary(

@@ -28,6 +28,7 @@ from cdcflow.operator import (
     capture_client,
     children,
     connector_status,
+    restarts,
     signal_status,
     sink_children,
     sink_status,
@@ -195,8 +196,20 @@ def _apply_connector(
     secret_hash, missing = kube.secrets_hash(namespace, children.referenced_secrets(resource))
     if missing:
         return connector_status.Observed(resource=resource, missing_secrets=tuple(missing))
-    for manifest in children.all_children(resource, uid=uid, secret_hash=secret_hash):
+    pod = kube.get("v1", "Pod", namespace, f"{children.child_name(resource)}-0")
+    restart = restarts.evaluate(
+        resource,
+        restart_count=restarts.container_restarts(pod),
+        previous=dict((body.get("status") or {}).get("autoRestart") or {}),
+    )
+    update.status["autoRestart"] = restart.to_status()
+    manifests = children.all_children(
+        resource, uid=uid, secret_hash=secret_hash, halted=restart.halted
+    )
+    for manifest in manifests:
         kube.apply(manifest)
+    if restart.halted:
+        return connector_status.Observed(resource=resource, restarts=restart.count, halted=True)
     update.status["secretHash"] = secret_hash
     update.status["lastRestartRequest"] = resource.spec.restart_request
     _reset_offsets(kube, resource, body, update)

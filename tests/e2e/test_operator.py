@@ -718,3 +718,61 @@ def test_an_offsets_reset_request_runs_a_reset_job_once(
     )
     events = kubectl(kube_cluster, "get", "events", "-n", kube_namespace, "-o", "json").stdout
     assert "OffsetsReset" in events
+
+
+def test_too_many_restarts_halt_the_connector_until_a_restart_request(
+    kube_cluster: kube.KubeCluster, kube_namespace: str, operator: int
+) -> None:
+    _apply(kube_cluster, kube_namespace, _secret("crashy-db", username="cdc", password="pw"))
+    _apply(kube_cluster, kube_namespace, _connector("crashy", autoRestart={"maxRestarts": 2}))
+    # No kubelet runs here: stand in for it with the pod the StatefulSet would have started.
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "crashy-capture-0"},
+        "spec": {"containers": [{"name": "capture", "image": "ghcr.io/cdcflow/cdcflow:0.1.0"}]},
+    }
+    _apply(kube_cluster, kube_namespace, pod)
+    crashed = {
+        "status": {
+            "containerStatuses": [
+                {
+                    "name": "capture",
+                    "restartCount": 3,
+                    "ready": False,
+                    "image": "x",
+                    "imageID": "",
+                    "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+                }
+            ]
+        }
+    }
+    kubectl(
+        kube_cluster,
+        "patch",
+        "-n",
+        kube_namespace,
+        "pod/crashy-capture-0",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        json.dumps(crashed),
+    )
+    halted = _wait_for_reason(
+        kube_cluster, kube_namespace, "cdcc/crashy", "Ready", "RestartLimitReached"
+    )
+    assert _condition(halted, "Stalled")["status"] == "True"
+    assert halted["status"]["autoRestart"]["count"] == 3
+    statefulset = _get(kube_cluster, kube_namespace, "statefulset", "crashy-capture")
+    assert statefulset["spec"]["replicas"] == 0
+
+    kubectl(kube_cluster, "delete", "-n", kube_namespace, "pod/crashy-capture-0", "--wait=false")
+    _apply(
+        kube_cluster,
+        kube_namespace,
+        _connector("crashy", autoRestart={"maxRestarts": 2}, restartRequest=1),
+    )
+    _wait_for_reason(kube_cluster, kube_namespace, "cdcc/crashy", "Ready", "RuntimeNotReady")
+    assert (
+        _get(kube_cluster, kube_namespace, "statefulset", "crashy-capture")["spec"]["replicas"] == 1
+    )

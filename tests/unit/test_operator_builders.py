@@ -306,3 +306,32 @@ def test_sink_without_the_spark_operator_is_stalled() -> None:
     result = sink_status.compute(sink_status.Observed(spark_operator_missing=True))
     reasons = {c.type: (c.status, c.reason) for c in result.conditions}
     assert reasons["Stalled"] == ("True", "SparkOperatorMissing")
+
+
+def test_restarts_past_the_limit_halt_the_connector_until_a_restart_request() -> None:
+    from cdcflow.operator import restarts
+
+    limited = _connector(autoRestart={"maxRestarts": 3})
+    within = restarts.evaluate(limited, restart_count=3, previous={})
+    beyond = restarts.evaluate(limited, restart_count=4, previous={})
+    still = restarts.evaluate(limited, restart_count=0, previous=beyond.to_status())
+    retried = restarts.evaluate(
+        _connector(autoRestart={"maxRestarts": 3}, restartRequest=1),
+        restart_count=0,
+        previous=beyond.to_status(),
+    )
+    assert (within.halted, beyond.halted, still.halted, retried.halted) == (
+        False,
+        True,
+        True,
+        False,
+    )
+    assert children.replicas(limited, halted=True) == 0
+
+
+def test_disabled_auto_restart_tolerates_no_restart_and_unlimited_tolerates_any() -> None:
+    from cdcflow.operator import restarts
+
+    disabled = _connector(autoRestart={"enabled": False})
+    assert restarts.evaluate(disabled, restart_count=1, previous={}).halted
+    assert not restarts.evaluate(_connector(), restart_count=500, previous={}).halted

@@ -1,0 +1,64 @@
+"""Auto-restart policy of a CdcConnector, from the capture container's restart count (pure).
+
+The kubelet restarts a failed capture container with its own exponential backoff (10 s
+doubling to 5 min). On top of that, ``spec.autoRestart`` bounds how often: with
+``enabled: false`` no restart is tolerated, with ``maxRestarts: N`` more than N are not. Past
+the bound the connector is *halted* — its StatefulSet scaled to zero, Ready=False and
+Stalled=True with reason ``RestartLimitReached`` — until ``spec.restartRequest`` is raised,
+which also restarts the count.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from cdcflow.capture.resource import CdcConnector
+
+
+@dataclass(frozen=True)
+class RestartState:
+    """What ``status.autoRestart`` records and whether the connector is halted."""
+
+    count: int
+    baseline: int
+    halted_at: int | None
+
+    @property
+    def halted(self) -> bool:
+        return self.halted_at is not None
+
+    def to_status(self) -> dict[str, Any]:
+        return {
+            "count": self.count,
+            "baseline": self.baseline,
+            "haltedAtRestartRequest": self.halted_at,
+        }
+
+
+def evaluate(
+    resource: CdcConnector, *, restart_count: int, previous: dict[str, Any]
+) -> RestartState:
+    """The restart state after observing the container's ``restart_count``."""
+    request = resource.spec.restart_request
+    baseline = int(previous.get("baseline") or 0)
+    halted_at = previous.get("haltedAtRestartRequest")
+    if halted_at is not None and request > int(halted_at):
+        halted_at, baseline = None, restart_count  # the user asked to try again
+    count = max(0, restart_count - baseline)
+    if halted_at is None and count > _limit(resource):
+        halted_at = request
+    return RestartState(count, baseline, None if halted_at is None else int(halted_at))
+
+
+def _limit(resource: CdcConnector) -> float:
+    policy = resource.spec.auto_restart
+    if not policy.enabled:
+        return 0
+    return float("inf") if policy.max_restarts is None else policy.max_restarts
+
+
+def container_restarts(pod: dict[str, Any] | None) -> int:
+    """Restarts of the capture container of a Pod object (0 when there is no pod)."""
+    statuses = ((pod or {}).get("status") or {}).get("containerStatuses") or []
+    return sum(int(s.get("restartCount") or 0) for s in statuses if s.get("name") == "capture")
