@@ -492,30 +492,7 @@ def test_deleting_with_cleanup_runs_the_job_and_never_hangs(
     )
     assert job["spec"]["template"]["spec"]["containers"][0]["args"][0] == "cleanup"
     if outcome == "succeeded":
-        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        finished = [
-            {"type": kind, "status": "True", "lastTransitionTime": stamp}
-            for kind in ("SuccessCriteriaMet", "Complete")
-        ]
-        status = {
-            "status": {
-                "succeeded": 1,
-                "startTime": stamp,
-                "completionTime": stamp,
-                "conditions": finished,
-            }
-        }
-        kubectl(
-            kube_cluster,
-            "patch",
-            "-n",
-            kube_namespace,
-            "job/drop-capture-cleanup",
-            "--subresource=status",
-            "--type=merge",
-            "-p",
-            json.dumps(status),
-        )
+        _finish_job(kube_cluster, kube_namespace, "drop-capture-cleanup")
     gone = _eventually(
         lambda: (
             kubectl(

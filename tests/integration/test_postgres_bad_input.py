@@ -38,6 +38,12 @@ def _connector_yaml(
     return path
 
 
+def _server_yaml(tmp_path: Path, server: PostgresServer, config: dict[str, object]) -> Path:
+    return _connector_yaml(
+        tmp_path, host=server.host, port=server.port, database=server.database, config=config
+    )
+
+
 def _capture(
     path: Path, *, user: str, password: str, tmp_path: Path
 ) -> subprocess.CompletedProcess[str]:
@@ -75,13 +81,7 @@ def _assert_clean_failure(result: subprocess.CompletedProcess[str], *fragments: 
 def test_wrong_password_names_the_credentials_to_check(
     postgres_server: PostgresServer, tmp_path: Path
 ) -> None:
-    path = _connector_yaml(
-        tmp_path,
-        host=postgres_server.host,
-        port=postgres_server.port,
-        database=postgres_server.database,
-        config={},
-    )
+    path = _server_yaml(tmp_path, postgres_server, {})
     result = _capture(path, user="cdc", password=SECRET, tmp_path=tmp_path)
     _assert_clean_failure(result, "password authentication failed", "CDCFLOW_DATABASE_PASSWORD")
 
@@ -92,13 +92,7 @@ def test_missing_replication_privilege_names_the_alter_role_fix(
     with psycopg.connect(postgres_server.dsn(), autocommit=True) as conn:
         conn.execute("DROP ROLE IF EXISTS reader")
         conn.execute(f"CREATE ROLE reader LOGIN PASSWORD '{SECRET}'")
-    path = _connector_yaml(
-        tmp_path,
-        host=postgres_server.host,
-        port=postgres_server.port,
-        database=postgres_server.database,
-        config={},
-    )
+    path = _server_yaml(tmp_path, postgres_server, {})
     result = _capture(path, user="reader", password=SECRET, tmp_path=tmp_path)
     _assert_clean_failure(result, "REPLICATION", "ALTER ROLE reader REPLICATION")
 
@@ -107,9 +101,7 @@ def test_wal_level_replica_says_how_to_enable_logical_decoding(
     postgres_without_logical_decoding: PostgresServer, tmp_path: Path
 ) -> None:
     server = postgres_without_logical_decoding
-    path = _connector_yaml(
-        tmp_path, host=server.host, port=server.port, database=server.database, config={}
-    )
+    path = _server_yaml(tmp_path, server, {})
     result = _capture(
         path, user=server.superuser, password=server.superuser_password, tmp_path=tmp_path
     )
@@ -119,13 +111,7 @@ def test_wal_level_replica_says_how_to_enable_logical_decoding(
 def test_unknown_property_is_rejected_with_a_suggestion(
     postgres_server: PostgresServer, tmp_path: Path
 ) -> None:
-    path = _connector_yaml(
-        tmp_path,
-        host=postgres_server.host,
-        port=postgres_server.port,
-        database=postgres_server.database,
-        config={"snapshot.mod": "initial"},
-    )
+    path = _server_yaml(tmp_path, postgres_server, {"snapshot.mod": "initial"})
     result = _capture(path, user="cdc", password=SECRET, tmp_path=tmp_path)
     _assert_clean_failure(result, "unknown connector property", "did you mean `snapshot.mode`?")
 
@@ -133,13 +119,7 @@ def test_unknown_property_is_rejected_with_a_suggestion(
 def test_inline_password_in_config_is_refused(
     postgres_server: PostgresServer, tmp_path: Path
 ) -> None:
-    path = _connector_yaml(
-        tmp_path,
-        host=postgres_server.host,
-        port=postgres_server.port,
-        database=postgres_server.database,
-        config={"database.password": SECRET},
-    )
+    path = _server_yaml(tmp_path, postgres_server, {"database.password": SECRET})
     result = _capture(path, user="cdc", password="x", tmp_path=tmp_path)
     _assert_clean_failure(result, "must not appear in the configuration", "Secret")
 
