@@ -12,10 +12,23 @@ from __future__ import annotations
 
 import difflib
 import logging
+import re
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from cdcflow.capture.mapping import ColumnRule, parse_rule, propagation_rules
+from cdcflow.capture.names import AdjustmentMode
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +40,40 @@ DEPRECATED_ALIASES = {
     "database.history.kafka.bootstrap.servers": "schema.history.internal.kafka.bootstrap.servers",
 }
 SECRET_PROPERTIES = ("database.password", "database.user", "database.sslpassword")
+_JAVA_ONLY = "it names a Java class, and cdcflow runs no Java code"
+#: Debezium PostgreSQL properties cdcflow recognises and deliberately refuses, with the reason
+#: (an entry ending in ``.`` covers every property under that prefix).
+UNSUPPORTED_PROPERTIES: Mapping[str, str] = MappingProxyType(
+    {
+        "snapshot.custom.class": (
+            f"{_JAVA_ONLY} (a Snapshotter). Use snapshot.mode (initial, always, no_data, "
+            "initial_only, when_needed), snapshot.include.collection.list, "
+            "snapshot.select.statement.overrides.<schema>.<table> and snapshot.locking.mode"
+        ),
+        "snapshot.mode.custom.name": (
+            f"{_JAVA_ONLY} (a Snapshotter). Use snapshot.mode (initial, always, no_data, "
+            "initial_only, when_needed) and snapshot.include.collection.list"
+        ),
+        "snapshot.locking.mode.custom.name": (
+            f"{_JAVA_ONLY} (a SnapshotLock). Use snapshot.locking.mode=shared or none"
+        ),
+        "snapshot.query.mode.custom.name": (
+            f"{_JAVA_ONLY} (a SnapshotQuery). Use snapshot.query.mode=select_all with "
+            "snapshot.select.statement.overrides.<schema>.<table>"
+        ),
+        "database.sslfactory": (
+            f"{_JAVA_ONLY} (an SSLSocketFactory); cdcflow connects with libpq. Use "
+            "database.sslmode, database.sslrootcert, database.sslcert and database.sslkey"
+        ),
+    }
+)
+#: Prometheus label names the exporter uses itself, so custom.metric.tags may not.
+RESERVED_METRIC_LABELS = frozenset({"server", "table"})
+METRIC_LABEL = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
+_CUSTOM_NAMES = {
+    "snapshot_locking_mode": "snapshot.locking.mode.custom.name",
+    "snapshot_query_mode": "snapshot.query.mode.custom.name",
+}
 
 
 class ConfigError(ValueError):
@@ -118,6 +165,11 @@ class ConnectorProperties(BaseModel):
     max_queue_size_in_bytes: int = Field(0, alias="max.queue.size.in.bytes", ge=0)
     poll_interval_ms: int = Field(500, alias="poll.interval.ms", gt=0)
     offset_flush_interval_ms: int = Field(1000, alias="offset.flush.interval.ms", gt=0)
+    extended_headers_enabled: bool = Field(
+        True,
+        alias="extended.headers.enabled",
+        description="Put Debezium's __debezium.context.* headers on every change record.",
+    )
     key_converter_schemas_enable: bool = Field(True, alias="key.converter.schemas.enable")
     value_converter_schemas_enable: bool = Field(True, alias="value.converter.schemas.enable")
     signal_data_collection: str = Field("", alias="signal.data.collection")
@@ -154,7 +206,44 @@ class ConnectorProperties(BaseModel):
     ] = Field("prefer", alias="database.sslmode")
     database_sslrootcert: str = Field("", alias="database.sslrootcert")
     database_initial_statements: str = Field("", alias="database.initial.statements")
+    database_sslcert: str = Field(
+        "", alias="database.sslcert", description="Client certificate file (libpq sslcert)."
+    )
+    database_sslkey: str = Field(
+        "", alias="database.sslkey", description="Client private key file (libpq sslkey)."
+    )
+    database_tcp_keep_alive: bool = Field(
+        True, alias="database.tcpKeepAlive", description="TCP keepalives (libpq keepalives)."
+    )
+    money_fraction_digits: int = Field(
+        2, alias="money.fraction.digits", ge=0, le=1000, description="Scale of money decimals."
+    )
+    column_propagate_source_type: tuple[str, ...] = Field((), alias="column.propagate.source.type")
+    datatype_propagate_source_type: tuple[str, ...] = Field(
+        (), alias="datatype.propagate.source.type"
+    )
+    field_name_adjustment_mode: AdjustmentMode = Field("none", alias="field.name.adjustment.mode")
+    schema_name_adjustment_mode: AdjustmentMode = Field("none", alias="schema.name.adjustment.mode")
+    schema_refresh_mode: Literal["columns_diff", "columns_diff_exclude_unchanged_toast"] = Field(
+        "columns_diff", alias="schema.refresh.mode"
+    )
+    slot_max_retries: int = Field(6, alias="slot.max.retries", ge=0)
+    slot_retry_delay_ms: int = Field(10000, alias="slot.retry.delay.ms", ge=0)
+    slot_stream_params: str = Field("", alias="slot.stream.params")
+    snapshot_lock_timeout_ms: int = Field(10000, alias="snapshot.lock.timeout.ms", ge=0)
+    snapshot_locking_mode: Literal["none", "shared"] = Field("none", alias="snapshot.locking.mode")
+    snapshot_query_mode: Literal["select_all"] = Field("select_all", alias="snapshot.query.mode")
+    snapshot_max_threads: int = Field(1, alias="snapshot.max.threads", gt=0)
+    publish_via_partition_root: bool = Field(False, alias="publish.via.partition.root")
+    skip_messages_without_change: bool = Field(False, alias="skip.messages.without.change")
+    query_fetch_size: int = Field(0, alias="query.fetch.size", ge=0)
+    incremental_snapshot_allow_schema_changes: bool = Field(
+        False, alias="incremental.snapshot.allow.schema.changes"
+    )
+    custom_metric_tags: dict[str, str] = Field(default_factory=dict, alias="custom.metric.tags")
+    xmin_fetch_interval_ms: int = Field(0, alias="xmin.fetch.interval.ms", ge=0)
     statement_overrides: dict[str, str] = Field(default_factory=dict, exclude=True)
+    column_rules: tuple[ColumnRule, ...] = Field((), exclude=True)
 
     _split_lists = field_validator(
         "snapshot_include_collection_list",
@@ -170,8 +259,52 @@ class ConnectorProperties(BaseModel):
         "skipped_operations",
         "signal_enabled_channels",
         "notification_enabled_channels",
+        "column_propagate_source_type",
+        "datatype_propagate_source_type",
         mode="before",
     )(_csv)
+
+    @field_validator("custom_metric_tags", mode="before")
+    @classmethod
+    def _metric_tags(cls, value: object) -> object:
+        return parse_metric_tags(value) if isinstance(value, str) else value
+
+    @field_validator("custom_metric_tags")
+    @classmethod
+    def _metric_tag_names(cls, value: dict[str, str]) -> dict[str, str]:
+        for key in value:
+            if not METRIC_LABEL.fullmatch(key) or key in RESERVED_METRIC_LABELS:
+                raise ValueError(
+                    f"custom metric tag {key!r} is not a usable Prometheus label name "
+                    f"([a-zA-Z_][a-zA-Z0-9_]*, not {', '.join(sorted(RESERVED_METRIC_LABELS))})"
+                )
+        return value
+
+    @field_validator("snapshot_locking_mode", "snapshot_query_mode", mode="before")
+    @classmethod
+    def _no_custom_plugins(cls, value: object, info: ValidationInfo) -> object:
+        if isinstance(value, str) and value.strip().lower() == "custom":
+            named_by = _CUSTOM_NAMES.get(info.field_name or "", "a custom.name property")
+            raise ValueError(
+                f"'custom' loads the Java implementation {named_by} names, which cdcflow "
+                "cannot run; use one of the built-in modes"
+            )
+        return value.strip().lower() if isinstance(value, str) else value
+
+    @field_validator("slot_stream_params")
+    @classmethod
+    def _stream_params(cls, value: str) -> str:
+        if "binary" in parse_stream_params(value, warn=False):
+            raise ValueError(
+                "binary=… would make pgoutput send values in binary; cdcflow decodes the text "
+                "format, leave it out"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _valid_propagation_regexes(self) -> ConnectorProperties:
+        propagation_rules(self.column_propagate_source_type, self.datatype_propagate_source_type)
+        return self
 
     @model_validator(mode="after")
     def _exclusive_lists(self) -> ConnectorProperties:
@@ -185,6 +318,11 @@ class ConnectorProperties(BaseModel):
         return self
 
     @property
+    def stream_params(self) -> dict[str, str]:
+        """``slot.stream.params`` as pgoutput options."""
+        return parse_stream_params(self.slot_stream_params)
+
+    @property
     def skipped(self) -> frozenset[str]:
         """Operations not to emit; ``truncate.handling.mode=include`` un-skips ``t``."""
         skipped = set(self.skipped_operations) - {"none"}
@@ -196,33 +334,115 @@ class ConnectorProperties(BaseModel):
 def known_properties() -> list[str]:
     """Every property name cdcflow accepts, sorted, for error messages and docs."""
     names = [field.alias for field in ConnectorProperties.model_fields.values() if field.alias]
-    return sorted([*names, *DEPRECATED_ALIASES])
+    return sorted([*names, *DEPRECATED_ALIASES, "sanitize.field.names"])
 
 
 def parse_properties(raw: Mapping[str, Any]) -> ConnectorProperties:
     """Validate Debezium properties, translating deprecated names and explaining mistakes."""
     values: dict[str, Any] = {}
     overrides: dict[str, str] = {}
+    rules: list[ColumnRule] = []
     for name, value in raw.items():
-        if name in SECRET_PROPERTIES:
-            raise ConfigError(
-                f"`{name}` must not appear in the configuration: credentials come from a Secret "
-                "(spec.source.*.credentials) or, locally, CDCFLOW_DATABASE_USER/"
-                "CDCFLOW_DATABASE_PASSWORD or --credentials-file."
-            )
+        _refuse_secret_or_unsupported(name)
         if name.startswith(OVERRIDES_PREFIX):
             overrides[name.removeprefix(OVERRIDES_PREFIX)] = str(value)
+            continue
+        rule = _column_rule(name, value)
+        if rule is not None:
+            rules.append(rule)
             continue
         if name in DEPRECATED_ALIASES:
             log.warning("property %s is deprecated; use %s", name, DEPRECATED_ALIASES[name])
             name = DEPRECATED_ALIASES[name]
         values[name] = value
+    _sanitize_field_names(values)
     _reject_unknown(values)
     try:
         properties = ConnectorProperties.model_validate({**values, "statement_overrides": {}})
     except ValidationError as error:
         raise ConfigError(explain(error)) from None
-    return properties.model_copy(update={"statement_overrides": _listed(properties, overrides)})
+    return properties.model_copy(
+        update={"statement_overrides": _listed(properties, overrides), "column_rules": tuple(rules)}
+    )
+
+
+def _refuse_secret_or_unsupported(name: str) -> None:
+    """Credentials never come from the configuration; unsupported properties say why."""
+    if name == "database.sslpassword":
+        raise ConfigError(
+            "`database.sslpassword` must not appear in the configuration: it is a secret. Put it "
+            "in the credentials Secret (spec.source.postgresql.credentials.sslPasswordKey) or, "
+            "locally, in CDCFLOW_DATABASE_SSLPASSWORD or the --credentials-file `sslpassword:`."
+        )
+    if name in SECRET_PROPERTIES:
+        raise ConfigError(
+            f"`{name}` must not appear in the configuration: credentials come from a Secret "
+            "(spec.source.*.credentials) or, locally, CDCFLOW_DATABASE_USER/"
+            "CDCFLOW_DATABASE_PASSWORD or --credentials-file."
+        )
+    reason = unsupported_reason(name)
+    if reason is not None:
+        raise ConfigError(f"`{name}` is not supported by cdcflow: {reason}")
+
+
+def unsupported_reason(name: str) -> str | None:
+    """Why cdcflow refuses ``name``, when it is a recognised but unsupported property."""
+    for entry, reason in UNSUPPORTED_PROPERTIES.items():
+        if name == entry or (entry.endswith(".") and name.startswith(entry)):
+            return reason
+    return None
+
+
+def _column_rule(name: str, value: Any) -> ColumnRule | None:
+    try:
+        return parse_rule(name, value)
+    except ValueError as error:
+        raise ConfigError(f"invalid configuration: {name}: {error}") from None
+
+
+def _sanitize_field_names(values: dict[str, Any]) -> None:
+    """Debezium 1.x's ``sanitize.field.names=true`` is ``field.name.adjustment.mode=avro``."""
+    if "sanitize.field.names" not in values:
+        return
+    sanitize = str(values.pop("sanitize.field.names")).strip().lower()
+    if sanitize not in ("true", "false"):
+        raise ConfigError("invalid configuration: sanitize.field.names must be true or false")
+    if "field.name.adjustment.mode" in values:
+        log.warning(
+            "sanitize.field.names is deprecated and ignored: field.name.adjustment.mode is set"
+        )
+        return
+    mode = "avro" if sanitize == "true" else "none"
+    log.warning(
+        "property sanitize.field.names is deprecated; use field.name.adjustment.mode=%s", mode
+    )
+    values["field.name.adjustment.mode"] = mode
+
+
+def parse_metric_tags(text: str) -> dict[str, str]:
+    """``custom.metric.tags``: ``k1=v1,k2=v2``; entries without exactly one ``=`` are errors."""
+    tags: dict[str, str] = {}
+    for entry in filter(None, (part.strip() for part in text.split(","))):
+        key, equals, value = (part.strip() for part in entry.partition("="))
+        if not equals or not key or "=" in value:
+            raise ValueError(f"custom.metric.tags entry {entry!r} is not key=value")
+        tags[key] = value
+    return tags
+
+
+def parse_stream_params(text: str, *, warn: bool = True) -> dict[str, str]:
+    """``slot.stream.params``: ``a=b;c=d``; a malformed entry is skipped with a warning, as in
+    Debezium (whose ``String.split`` also drops trailing empty parts: ``a=`` is malformed)."""
+    params: dict[str, str] = {}
+    for entry in filter(None, text.split(";")):
+        parts = entry.split("=")
+        while parts and not parts[-1]:
+            parts.pop()
+        if len(parts) == 2:
+            params[parts[0]] = parts[1]
+        elif warn:
+            log.warning("The following slot.stream.params value is invalid: %s", entry)
+    return params
 
 
 def _listed(properties: ConnectorProperties, overrides: Mapping[str, str]) -> dict[str, str]:

@@ -13,6 +13,7 @@ import logging
 import os
 import threading
 import time
+import uuid
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -20,7 +21,7 @@ from typing import Any, Literal
 
 from cdcflow.capture import snapshot as snapshots
 from cdcflow.capture.config import ConfigError, ConnectorProperties
-from cdcflow.capture.envelope import Framing
+from cdcflow.capture.envelope import Framing, context_headers
 from cdcflow.capture.errors import FatalError, RetriableError
 from cdcflow.capture.filters import Filters
 from cdcflow.capture.incremental import IncrementalSnapshotter
@@ -46,24 +47,24 @@ class Login:
 
     user: str
     password: str = field(repr=False)
+    #: ``database.sslpassword``: the password of the client key (database.sslkey), if any.
+    ssl_password: str = field(default="", repr=False)
 
     @classmethod
     def from_environment(cls, credentials_file: Path | None = None) -> Login:
-        """Read ``CDCFLOW_DATABASE_USER``/``_PASSWORD`` or a ``user``/``password`` file."""
+        """Read ``CDCFLOW_DATABASE_USER``/``_PASSWORD``/``_SSLPASSWORD`` or a credentials file."""
         if credentials_file is not None:
             return cls._from_file(credentials_file)
         user = os.environ.get("CDCFLOW_DATABASE_USER", "")
-        password = os.environ.get("CDCFLOW_DATABASE_PASSWORD", "")
-        password_file = os.environ.get("CDCFLOW_DATABASE_PASSWORD_FILE")
-        if password_file:
-            password = Path(password_file).read_text().strip()
+        password = _secret("CDCFLOW_DATABASE_PASSWORD")
+        ssl_password = _secret("CDCFLOW_DATABASE_SSLPASSWORD")
         if not user:
             raise ConfigError(
                 "no database user: set CDCFLOW_DATABASE_USER and CDCFLOW_DATABASE_PASSWORD "
                 "(in Kubernetes they come from the credentials Secret), or pass "
                 "--credentials-file with `username:` and `password:` lines"
             )
-        return cls(user, password)
+        return cls(user, password, ssl_password)
 
     @classmethod
     def _from_file(cls, path: Path) -> Login:
@@ -75,7 +76,17 @@ class Login:
             raise ConfigError(f"cannot read credentials file {path}: {error}") from None
         if not isinstance(document, dict) or "username" not in document:
             raise ConfigError(f"{path} must hold `username:` and `password:` entries")
-        return cls(str(document["username"]), str(document.get("password", "")))
+        return cls(
+            str(document["username"]),
+            str(document.get("password", "")),
+            str(document.get("sslpassword", "")),
+        )
+
+
+def _secret(variable: str) -> str:
+    """An environment secret, or the contents of the file ``<variable>_FILE`` names."""
+    path = os.environ.get(f"{variable}_FILE")
+    return Path(path).read_text().strip() if path else os.environ.get(variable, "")
 
 
 def default_offsets_path(resource: CdcConnector) -> Path:
@@ -113,6 +124,15 @@ class Engine:
             source_schema=self.connector.source_schema,
             key_schemas=self.properties.key_converter_schemas_enable,
             value_schemas=self.properties.value_converter_schemas_enable,
+            context_headers=(
+                context_headers(
+                    logical_name=self.properties.topic_prefix,
+                    connector_name=self.resource.metadata.name,
+                    run_id=str(uuid.uuid4()),
+                )
+                if self.properties.extended_headers_enabled
+                else ()
+            ),
         )
         dispatcher = Dispatcher(
             properties=self.properties,
@@ -226,6 +246,7 @@ class Engine:
             connector_name=self.resource.metadata.name,
             emit=pipeline.dispatcher.row,
             notify=notify,
+            allow_schema_changes=properties.incremental_snapshot_allow_schema_changes,
         )
         signalling = Signalling(
             snapshotter=snapshotter,
@@ -312,7 +333,11 @@ def build_engine(
     """Wire the connector, sink, offset store and stats for ``resource``."""
     properties = resource.properties()
     filters = Filters.from_properties(properties)
-    stats = Stats(connector=resource.metadata.name, server=properties.topic_prefix)
+    stats = Stats(
+        connector=resource.metadata.name,
+        server=properties.topic_prefix,
+        metric_tags=dict(properties.custom_metric_tags),
+    )
     connector = _postgres_connector(resource, properties, filters, login, host_override)
     return Engine(
         resource=resource,
@@ -374,6 +399,10 @@ def _postgres_connector(
         if "database.sslmode" in resource.spec.config
         else source.ssl_mode,
         sslrootcert=properties.database_sslrootcert,
+        sslcert=properties.database_sslcert,
+        sslkey=properties.database_sslkey,
+        sslpassword=login.ssl_password,
+        keepalives=properties.database_tcp_keep_alive,
         initial_statements=split_statements(properties.database_initial_statements),
     )
     return PostgresConnector(

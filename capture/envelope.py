@@ -10,14 +10,18 @@ prebuilt ``{"schema":…,"payload":…}`` frame, which is what Kafka Connect's J
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
+from cdcflow.capture.java_order import hashmap_order
 from cdcflow.capture.spi import ConnectSchema, Op, Record, RowChange, TableSchema
 from cdcflow.capture.topics import TopicNames
+
+#: Debezium 3.x writes version 2 of the change event envelope schema.
+ENVELOPE_VERSION = 2
 
 TRANSACTION_BLOCK: ConnectSchema = {
     "type": "struct",
@@ -48,14 +52,34 @@ def frame(schema: Mapping[str, Any] | None) -> tuple[bytes, bytes]:
     return b'{"schema":' + orjson.dumps(schema) + b',"payload":', b"}"
 
 
+Headers = tuple[tuple[str, bytes], ...]
+#: Makes the next ``transaction`` block of an event (each call counts one event).
+BlockMaker = Callable[[], dict[str, Any]]
+
+
 @dataclass(frozen=True)
 class Framing:
-    """Connector-wide settings every serializer shares."""
+    """Connector-wide settings every serializer shares.
+
+    ``context_headers`` are Debezium 3.x's ``__debezium.context.*`` headers
+    (``extended.headers.enabled``), put on every data change record.
+    """
 
     topics: TopicNames
     source_schema: ConnectSchema
     key_schemas: bool = True
     value_schemas: bool = True
+    context_headers: Headers = ()
+
+
+def context_headers(*, logical_name: str, connector_name: str, run_id: str) -> Headers:
+    """The ``__debezium.context.*`` headers of one connector run (one task: id 0)."""
+    return (
+        ("__debezium.context.connectorLogicalName", logical_name.encode()),
+        ("__debezium.context.taskId", b"0"),
+        ("__debezium.context.connectorName", connector_name.encode()),
+        ("__debezium.context.runId", run_id.encode()),
+    )
 
 
 class TableSerializer:
@@ -73,6 +97,7 @@ class TableSerializer:
         self._key_indexes = table.key_indexes()
         self._key_names = table.key_columns
         key_schema, value_schema = self._schemas(framing, value_columns)
+        self._headers = framing.context_headers
         self._key_head, self._key_tail = frame(key_schema if framing.key_schemas else None)
         self._value_head, self._value_tail = frame(value_schema if framing.value_schemas else None)
 
@@ -107,7 +132,7 @@ class TableSerializer:
             "type": "struct",
             "optional": False,
             "name": topics.schema_name(table_id, "Envelope"),
-            "version": 1,
+            "version": ENVELOPE_VERSION,
             "fields": fields,
         }
         return key_schema, envelope
@@ -116,10 +141,13 @@ class TableSerializer:
         """The key record bytes, or None for a table without key columns."""
         if not self._key_names:
             return None
-        payload = {
-            name: row[index] for name, index in zip(self._key_names, self._key_indexes, strict=True)
-        }
-        return self._key_head + orjson.dumps(payload) + self._key_tail
+        return self._key_head + self._key_payload(row) + self._key_tail
+
+    def _key_payload(self, row: Sequence[Any]) -> bytes:
+        """The key's fields as bare JSON: what the primary-key-change headers carry."""
+        return orjson.dumps(
+            {name: row[i] for name, i in zip(self._key_names, self._key_indexes, strict=True)}
+        )
 
     def _image(self, row: Sequence[Any] | None) -> dict[str, Any] | None:
         if row is None:
@@ -156,22 +184,25 @@ class TableSerializer:
         change: RowChange,
         *,
         tombstones: bool,
-        transaction: dict[str, Any] | None = None,
+        transaction: BlockMaker | None = None,
     ) -> list[Record]:
         """The records for one change: deletes get a tombstone, key changes become d + c."""
-        op = change.op
+        op, headers = change.op, self._headers
         if op is Op.DELETE:
             key = self.key(change.before or ())
-            out = [Record(self.topic, key, self.value(change, transaction=transaction))]
+            value = self.value(change, transaction=transaction() if transaction else None)
+            out = [Record(self.topic, key, value, headers)]
             if tombstones:
-                out.append(Record(self.topic, key, None))
+                out.append(Record(self.topic, key, None, headers))
             return out
-        key = self.key(change.after or ())
+        after = change.after or ()
+        key = self.key(after)
         if op is Op.UPDATE and change.before is not None and self._key_names:
             old_key = self.key(change.before)
             if old_key != key and self._key_present(change.before):
                 return self._key_change(change, old_key, key, tombstones, transaction)
-        return [Record(self.topic, key, self.value(change, transaction=transaction))]
+        value = self.value(change, transaction=transaction() if transaction else None)
+        return [Record(self.topic, key, value, headers)]
 
     def _key_present(self, before: Sequence[Any]) -> bool:
         return all(before[index] is not None for index in self._key_indexes)
@@ -182,15 +213,27 @@ class TableSerializer:
         old_key: bytes | None,
         new_key: bytes | None,
         tombstones: bool,
-        transaction: dict[str, Any] | None,
+        transaction: BlockMaker | None,
     ) -> list[Record]:
-        """Debezium's primary-key update: delete(old) + tombstone + create(new), with headers."""
-        delete = self.value(change, op=Op.DELETE, transaction=transaction)
-        create = self.value(change, op=Op.CREATE, transaction=transaction)
-        out = [Record(self.topic, old_key, delete, (("__debezium.newkey", new_key or b""),))]
+        """Debezium's primary-key update: delete(old) + tombstone + create(new).
+
+        The delete and its tombstone carry ``__debezium.newkey``, the create
+        ``__debezium.oldkey``: the other key's fields as bare JSON. The delete and the create
+        are two events of the transaction.
+        """
+        assert change.before is not None and change.after is not None
+        new_key_header = (("__debezium.newkey", self._key_payload(change.after)), *self._headers)
+        old_key_header = (("__debezium.oldkey", self._key_payload(change.before)), *self._headers)
+        delete = self.value(
+            change, op=Op.DELETE, transaction=transaction() if transaction else None
+        )
+        out = [Record(self.topic, old_key, delete, new_key_header)]
         if tombstones:
-            out.append(Record(self.topic, old_key, None))
-        out.append(Record(self.topic, new_key, create, (("__debezium.oldkey", old_key or b""),)))
+            out.append(Record(self.topic, old_key, None, new_key_header))
+        create = self.value(
+            change, op=Op.CREATE, transaction=transaction() if transaction else None
+        )
+        out.append(Record(self.topic, new_key, create, old_key_header))
         return out
 
     def truncate(self, source: dict[str, Any], transaction: dict[str, Any] | None) -> Record:
@@ -206,7 +249,8 @@ class TableSerializer:
             "ts_us": now_ns // 1_000,
             "ts_ns": now_ns,
         }
-        return Record(self.topic, None, self._value_head + orjson.dumps(payload) + self._value_tail)
+        value = self._value_head + orjson.dumps(payload) + self._value_tail
+        return Record(self.topic, None, value, self._headers)
 
 
 class SideRecords:
@@ -218,6 +262,7 @@ class SideRecords:
             "type": "struct",
             "optional": False,
             "name": "io.debezium.connector.common.TransactionMetadataKey",
+            "version": 1,
             "fields": [{"type": "string", "optional": False, "field": "id"}],
         }
         tx_value = {
@@ -235,7 +280,9 @@ class SideRecords:
                     "field": "data_collections",
                     "items": {
                         "type": "struct",
-                        "optional": False,
+                        "optional": True,
+                        "name": "event.collection",
+                        "version": 1,
                         "fields": [
                             {"type": "string", "optional": False, "field": "data_collection"},
                             {"type": "int64", "optional": False, "field": "event_count"},
@@ -270,11 +317,7 @@ class SideRecords:
             "status": status,
             "id": tx_id,
             "event_count": sum(counts.values()) if counts is not None else None,
-            "data_collections": (
-                [{"data_collection": name, "event_count": n} for name, n in counts.items()]
-                if counts is not None
-                else None
-            ),
+            "data_collections": _data_collections(counts) if counts is not None else None,
             "ts_ms": ts_ms,
         }
         key = self._tx_key[0] + orjson.dumps({"id": tx_id}) + self._tx_key[1]
@@ -294,3 +337,11 @@ class SideRecords:
             + self._beat_value[1]
         )
         return Record(self._topics.heartbeat, key, value)
+
+
+def _data_collections(counts: Mapping[str, int]) -> list[dict[str, Any]]:
+    """Per-table counts in the order Debezium's HashMap of them iterates."""
+    names = list(counts)
+    return [
+        {"data_collection": names[i], "event_count": counts[names[i]]} for i in hashmap_order(names)
+    ]

@@ -21,3 +21,8 @@ class RetriableError(CaptureError):
 class SnapshotQueryError(CaptureError):
     """A snapshot query failed (e.g. a bad additional condition); the snapshot of that table
     is abandoned and reported, streaming continues."""
+
+
+class SnapshotSchemaChangedError(SnapshotQueryError):
+    """A chunk query failed because its table's schema changed meanwhile; with
+    ``incremental.snapshot.allow.schema.changes`` the chunk is read again."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from cdcflow.capture.config import ConnectorProperties
 from cdcflow.capture.spi import TableId
@@ -39,6 +39,9 @@ class Filters:
     message_prefix_exclude: tuple[re.Pattern[str], ...]
     key_overrides: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...]
     signal_table: str
+    #: Event field name -> column name, per table, for fields renamed by
+    #: field.name.adjustment.mode: column filters match the names in the database.
+    renamed: dict[tuple[TableId, str], str] = field(default_factory=dict, compare=False)
 
     @classmethod
     def from_properties(cls, properties: ConnectorProperties) -> Filters:
@@ -79,12 +82,31 @@ class Filters:
             return False
         return not self.snapshot_include or _matches(self.snapshot_include, str(table))
 
+    def snapshot_order(self, tables: Sequence[TableId]) -> list[TableId]:
+        """``tables`` in Debezium's snapshot order: by ``table.include.list`` pattern, then name.
+
+        Each table comes once, under the first pattern that matches it; without an include
+        list (or for the signal table, which Debezium appends) name order is kept.
+        """
+        ordered: dict[TableId, None] = {}
+        for pattern in self.table_include:
+            for table in sorted(tables):
+                if pattern.fullmatch(str(table)):
+                    ordered.setdefault(table)
+        for table in sorted(tables):
+            ordered.setdefault(table)
+        return list(ordered)
+
     def keeps_column(self, table: TableId, column: str) -> bool:
         """Whether ``column`` appears in event values (key columns are kept by the caller)."""
-        name = f"{table}.{column}"
+        name = f"{table}.{self.renamed.get((table, column), column)}"
         if self.column_include:
             return _matches(self.column_include, name)
         return not _matches(self.column_exclude, name)
+
+    def alias_column(self, table: TableId, *, field: str, column: str) -> None:
+        """Record that events name ``column`` of ``table`` ``field``."""
+        self.renamed[(table, field)] = column
 
     def keeps_message(self, prefix: str) -> bool:
         """Whether a logical decoding message with ``prefix`` is emitted."""

@@ -25,12 +25,14 @@ from typing import Any
 import orjson
 
 from cdcflow.capture import signals
-from cdcflow.capture.errors import SnapshotQueryError
+from cdcflow.capture.errors import SnapshotQueryError, SnapshotSchemaChangedError
 from cdcflow.capture.spi import ChunkRow, ChunkSource, Offset, Op, RowChange, TableId, TableSchema
 
 log = logging.getLogger(__name__)
 
 STATE_KEY = "incremental_snapshot"
+#: Re-reads of a chunk whose table changed meanwhile, before the table is abandoned.
+SCHEMA_CHANGE_RETRIES = 3
 INCREMENTAL = "Incremental Snapshot"
 BLOCKING = "Blocking Snapshot"
 
@@ -121,7 +123,9 @@ class IncrementalSnapshotter:
         connector_name: str,
         emit: Emit,
         notify: Notify,
+        allow_schema_changes: bool = False,
     ) -> None:
+        self._allow_schema_changes = allow_schema_changes
         self._source = source
         self._chunk_size = chunk_size
         self._strategy = strategy
@@ -290,10 +294,22 @@ class IncrementalSnapshotter:
                 return
             collection = self._state.collections[0]
             try:
-                if self._open_chunk(collection):
+                if self._open_chunk_allowing_schema_changes(collection):
                     return
             except SnapshotQueryError as error:
                 self._abandon(collection, str(error))
+
+    def _open_chunk_allowing_schema_changes(self, collection: _Collection) -> bool:
+        """:meth:`_open_chunk`; with ``incremental.snapshot.allow.schema.changes`` a chunk whose
+        table changed while it was read is read again (on the table's new schema)."""
+        for _ in range(SCHEMA_CHANGE_RETRIES):
+            try:
+                return self._open_chunk(collection)
+            except SnapshotSchemaChangedError as error:
+                if not self._allow_schema_changes:
+                    raise
+                log.info("%s; reading the chunk again", error)
+        return self._open_chunk(collection)
 
     def _open_chunk(self, collection: _Collection) -> bool:
         """Start the next window of ``collection``; False when the table needs no more chunks."""

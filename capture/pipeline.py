@@ -27,6 +27,7 @@ from cdcflow.capture.spi import (
     LogMessage,
     Offset,
     OffsetStore,
+    Record,
     RowChange,
     Sink,
     StreamingSource,
@@ -44,28 +45,40 @@ log = logging.getLogger(__name__)
 CAPTURED = 1
 SIGNALS = 2
 
+#: Builds the record of a logical decoding message, given its ``transaction`` block (or None).
+MessageRecord = Callable[[LogMessage, dict[str, Any] | None], Record]
+
 
 def _table_id(name: str) -> TableId | None:
     schema, _, table = name.partition(".")
     return TableId(schema, table) if table else None
 
 
+#: The data collection Debezium counts logical decoding messages under in END events.
+MESSAGE_COLLECTION = "LOGICAL_DECODING_MESSAGE"
+
+
 class _Transaction:
     """Counters for the ``transaction`` block and the END event of one source transaction."""
 
-    def __init__(self, tx_id: str) -> None:
-        self.tx_id = tx_id
+    def __init__(self) -> None:
         self.total = 0
         self.per_collection: Counter[str] = Counter()
 
-    def block(self, collection: str) -> dict[str, Any]:
-        self.total += 1
-        self.per_collection[collection] += 1
-        return {
-            "id": self.tx_id,
-            "total_order": self.total,
-            "data_collection_order": self.per_collection[collection],
-        }
+    def blocks(self, collection: str, tx_id: str | None) -> Callable[[], dict[str, Any]]:
+        """A maker of the next ``transaction`` block of ``collection``: each call counts one
+        event (a primary-key change is two, its delete and its create, as in Debezium)."""
+
+        def block() -> dict[str, Any]:
+            self.total += 1
+            self.per_collection[collection] += 1
+            return {
+                "id": tx_id,
+                "total_order": self.total,
+                "data_collection_order": self.per_collection[collection],
+            }
+
+        return block
 
 
 class Dispatcher:
@@ -131,16 +144,17 @@ class Dispatcher:
             self._stats.events_filtered += 1
             return
         serializer = self.serializer(change.table)
-        block = self._tx.block(str(change.table.id)) if self._tx is not None else None
+        tx = self._tx
+        blocks = tx.blocks(str(change.table.id), change.tx_id) if tx is not None else None
         write = self._sink.write
-        for record in serializer.records(change, tombstones=self._tombstones, transaction=block):
+        for record in serializer.records(change, tombstones=self._tombstones, transaction=blocks):
             write(record)
         self._stats.saw_event(change.source["ts_ms"])
 
     def begin(self, event: TxBegin) -> None:
         if not self._tx_metadata:
             return
-        self._tx = _Transaction(event.tx_id)
+        self._tx = _Transaction()
         self._sink.write(
             self._side.transaction(
                 status="BEGIN", tx_id=event.tx_id, counts=None, ts_ms=event.source["ts_ms"]
@@ -167,17 +181,25 @@ class Dispatcher:
         for table in event.tables:
             if not self._filters.captures(table.id):
                 continue
-            block = self._tx.block(str(table.id)) if self._tx is not None else None
+            tx = self._tx
+            block = tx.blocks(str(table.id), event.tx_id)() if tx is not None else None
             source = {**event.source, "schema": table.id.schema, "table": table.id.table}
             self._sink.write(self.serializer(table).truncate(source, block))
             self._stats.saw_event(event.source["ts_ms"])
 
-    def message(self, event: LogMessage, record_for: Callable[[LogMessage], Any]) -> None:
-        """Emit a logical decoding message unless its prefix is filtered out."""
+    def message(self, event: LogMessage, record_for: MessageRecord) -> None:
+        """Emit a logical decoding message unless its prefix is filtered out.
+
+        A transactional message is an event of its transaction: it gets a ``transaction``
+        block and counts in the END event.
+        """
         if not self._filters.keeps_message(event.prefix):
             self._stats.events_filtered += 1
             return
-        self._sink.write(record_for(event))
+        tx = self._tx
+        in_tx = tx is not None and event.transactional
+        block = tx.blocks(MESSAGE_COLLECTION, event.tx_id)() if in_tx and tx else None
+        self._sink.write(record_for(event, block))
         self._stats.saw_event(event.source["ts_ms"])
 
     def heartbeat(self) -> None:
@@ -197,7 +219,7 @@ class Pipeline:
         stats: Stats,
         stop: threading.Event,
         on_heartbeat: Callable[[], None] | None = None,
-        message_record: Callable[[LogMessage], Any] | None = None,
+        message_record: MessageRecord | None = None,
     ) -> None:
         self.dispatcher = self._dispatcher = dispatcher
         self._sink = sink

@@ -40,6 +40,11 @@ class Credentials(Spec):
     )
     username_key: str = Field("username", alias="usernameKey", description="Key of the user.")
     password_key: str = Field("password", alias="passwordKey", description="Key of the password.")
+    ssl_password_key: str | None = Field(
+        None,
+        alias="sslPasswordKey",
+        description="Key of the client key's password (database.sslpassword), if it has one.",
+    )
 
 
 class PostgresSource(Spec):

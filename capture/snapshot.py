@@ -53,14 +53,15 @@ def mark_positions(changes: Iterable[RowChange]) -> Iterator[RowChange]:
     while current is not None:
         following = next(iterator, None)
         table = current.table.id
+        # Debezium's precedence: last, first, last_in_data_collection, first_in_data_collection.
         if following is None:
             marker = "last"
         elif first:
             marker = "first"
-        elif table != previous_table:
-            marker = "first_in_data_collection"
         elif following.table.id != table:
             marker = "last_in_data_collection"
+        elif table != previous_table:
+            marker = "first_in_data_collection"
         else:
             marker = "true"
         current.source["snapshot"] = marker

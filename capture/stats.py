@@ -51,6 +51,8 @@ class Stats:
     last_error: str = ""
     signals: dict[str, dict[str, Any]] = field(default_factory=dict)
     incremental: dict[str, Any] = field(default_factory=dict)
+    #: ``custom.metric.tags``: labels added to every exported metric.
+    metric_tags: dict[str, str] = field(default_factory=dict)
 
     def saw_event(self, source_ts_ms: int) -> None:
         """Record one emitted event with its source commit time."""

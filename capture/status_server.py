@@ -29,8 +29,9 @@ class StatsCollector(Collector):
         self._stats = stats
 
     def collect(self) -> Iterator[Metric]:
-        s, labels = self._stats, ["server"]
-        server = [s.server]
+        s = self._stats
+        # custom.metric.tags: Debezium appends them to its MBean names; here they are labels.
+        labels, server = ["server", *s.metric_tags], [s.server, *s.metric_tags.values()]
 
         def gauge(name: str, doc: str, value: float) -> GaugeMetricFamily:
             family = GaugeMetricFamily(f"{PREFIX}_{name}", doc, labels=labels)
@@ -72,10 +73,10 @@ class StatsCollector(Collector):
             sum(1 for t in s.tables.values() if not t.completed),
         )
         rows = GaugeMetricFamily(
-            f"{PREFIX}_rows_scanned", "Snapshot rows read per table.", labels=["server", "table"]
+            f"{PREFIX}_rows_scanned", "Snapshot rows read per table.", labels=[*labels, "table"]
         )
         for name, progress in s.tables.items():
-            rows.add_metric([s.server, name], progress.rows_scanned)
+            rows.add_metric([*server, name], progress.rows_scanned)
         yield rows
         yield counter("offsets_committed", "Offsets saved after Kafka acks.", s.offsets_committed)
 

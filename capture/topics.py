@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from cdcflow.capture.config import ConnectorProperties
+from cdcflow.capture.errors import FatalError
+from cdcflow.capture.names import NameAdjuster, NameConflictError
 from cdcflow.capture.spi import TableId
+
+
+def _unadjusted() -> NameAdjuster:
+    return NameAdjuster("none", fields=False)
 
 
 @dataclass(frozen=True)
@@ -16,6 +22,8 @@ class TopicNames:
     delimiter: str
     transaction_suffix: str
     heartbeat_prefix: str
+    #: ``schema.name.adjustment.mode``, applied to the Key/Value/Envelope schema names.
+    schema_names: NameAdjuster = field(default_factory=_unadjusted, compare=False)
 
     @classmethod
     def from_properties(cls, properties: ConnectorProperties) -> TopicNames:
@@ -24,6 +32,7 @@ class TopicNames:
             delimiter=properties.topic_delimiter,
             transaction_suffix=properties.topic_transaction,
             heartbeat_prefix=properties.heartbeat_topics_prefix,
+            schema_names=NameAdjuster(properties.schema_name_adjustment_mode, fields=False),
         )
 
     def data(self, table: TableId) -> str:
@@ -38,11 +47,9 @@ class TopicNames:
         return f"{self.heartbeat_prefix}{self.delimiter}{self.prefix}"
 
     def schema_name(self, table: TableId, suffix: str) -> str:
-        """Connect schema names such as ``<prefix>.<schema>.<table>.Envelope`` (Avro-safe)."""
-        parts = (self.prefix, table.schema, table.table, suffix)
-        return ".".join(_avro_safe(part) for part in parts)
-
-
-def _avro_safe(part: str) -> str:
-    safe = "".join(ch if ch.isalnum() or ch in "_." else "_" for ch in part)
-    return safe if safe[:1].isalpha() or safe[:1] == "_" else f"_{safe}"
+        """Connect schema names: ``<data topic>.Key``, ``.Value`` and ``.Envelope``, adjusted per
+        ``schema.name.adjustment.mode`` (Debezium 3.x leaves them as they are by default)."""
+        try:
+            return self.schema_names(f"{self.data(table)}.{suffix}")
+        except NameConflictError as error:
+            raise FatalError(str(error)) from None

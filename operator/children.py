@@ -101,6 +101,14 @@ def _env(resource: CdcConnector) -> list[JSON]:
                 "CDCFLOW_DATABASE_PASSWORD", credentials.secret_name, credentials.password_key
             )
         )
+        if credentials.ssl_password_key:
+            env.append(
+                from_secret(
+                    "CDCFLOW_DATABASE_SSLPASSWORD",
+                    credentials.secret_name,
+                    credentials.ssl_password_key,
+                )
+            )
     kafka = resource.spec.kafka
     if kafka is not None and kafka.authentication is not None:
         auth = kafka.authentication

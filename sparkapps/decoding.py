@@ -17,6 +17,10 @@ the metadata columns named in :data:`META_COLUMNS`.
 from __future__ import annotations
 
 import decimal
+import functools
+import operator
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as sf
@@ -46,6 +50,13 @@ _CORRUPT = "_cdc_corrupt"
 _EPOCH_NTZ = "TIMESTAMP_NTZ '1970-01-01 00:00:00'"
 _DECIMAL_ACCUMULATOR = st.DecimalType(38, 0)
 _TWO_TO_64 = decimal.Decimal(2**64)
+_HEX = "0123456789ABCDEF"
+_INVERTED_HEX = _HEX[::-1]
+_CHUNK_HEX = 7
+_CHUNK_RADIX = 16**_CHUNK_HEX
+_LIMB_DIGITS = 9
+_LIMB = 10**_LIMB_DIGITS
+_LIMBS = st.ArrayType(st.LongType())
 
 _FRAME = st.StructType(
     [
@@ -112,7 +123,8 @@ def changes(
     """One table's records as change rows: its columns, :data:`META_COLUMNS` and a problem.
 
     ``m`` (logical decoding message) events are not row changes and are dropped. With
-    ``keyed``, a row change without a Kafka key (a table without a primary key) is a problem.
+    ``keyed``, a row change without a Kafka key (a table without a primary key) is a problem,
+    and so is a decimal that has no exact stored value (:func:`decimal_problem`).
     """
     parsed = sf.from_json(
         sf.col(PAYLOAD), envelope_type(plan), {"columnNameOfCorruptRecord": _CORRUPT}
@@ -125,6 +137,10 @@ def changes(
     image = sf.when(op == "d", event["before"]).otherwise(event["after"])
     position = ordering.position(event["source"])
     columns = [convert(image[f.name], f.plan).alias(f.name) for f in plan.row.fields]
+    problem = _problem(event, op, position, keyed=keyed)
+    decimals = decimal_problem(image, plan.row)
+    if decimals is not None:
+        problem = sf.coalesce(problem, decimals)
     rows = decoded.select(
         *columns,
         op.alias(OP),
@@ -134,7 +150,7 @@ def changes(
         PARTITION,
         OFFSET,
         KEY,
-        _problem(event, op, position, keyed=keyed).alias(PROBLEM),
+        problem.alias(PROBLEM),
         sf.col(PAYLOAD),
     )
     # Keep the payload only where a dead letter needs it: the rows are persisted.
@@ -163,6 +179,92 @@ def _problem(event: Column, op: Column, position: Column, *, keyed: bool) -> Col
     )
 
 
+@dataclass(frozen=True)
+class _DecimalCheck:
+    """A way a decimal can fail to get a stored value: which plans it concerns, the test."""
+
+    applies: Callable[[TypePlan], bool]
+    fails: Callable[[Column, TypePlan], Column]
+    reason: str
+    """With ``{column}`` and ``{type}`` (the column's stored type) to fill in."""
+
+
+def _is_decimal(plan: TypePlan) -> bool:
+    return plan.conversion in (Conversion.DECIMAL, Conversion.VARIABLE_DECIMAL)
+
+
+def _is_fixed_decimal(plan: TypePlan) -> bool:
+    return plan.conversion is Conversion.DECIMAL and isinstance(plan.typed, st.DecimalType)
+
+
+def _malformed(value: Column, plan: TypePlan) -> Column:
+    return value.isNotNull() & _decimal_text_of(value, plan).isNull()
+
+
+def _out_of_range(value: Column, plan: TypePlan) -> Column:
+    text = _decimal_text_of(value, plan)
+    return text.isNotNull() & text.try_cast(plan.typed).isNull()
+
+
+_DECIMAL_CHECKS = (
+    _DecimalCheck(
+        _is_decimal,
+        _malformed,
+        "schema mismatch: column {column} has a decimal that cannot be read (not base64, "
+        "or no scale or value)",
+    ),
+    _DecimalCheck(
+        _is_fixed_decimal,
+        _out_of_range,
+        "decimal out of range: column {column} has a value that does not fit {type}",
+    ),
+)
+
+
+def decimal_problem(image: Column, row: TypePlan) -> Column | None:
+    """Why a decimal in the row ``image`` has no exact stored value, or null.
+
+    A decimal is never stored as a silent null: one that cannot be read is a schema
+    mismatch, and one whose exact value does not fit its ``decimal(p, s)`` column (a Decimal
+    without ``connect.decimal.precision`` is ``decimal(38, s)``) is out of range. Returns
+    None when the row has no decimals at all, nested ones included.
+    """
+    reason: Column | None = None
+    for field in row.fields:
+        for check in _DECIMAL_CHECKS:
+            if not _contains(field.plan, check.applies):
+                continue
+            failed = _anywhere(image[field.name], field.plan, check)
+            typed = field.plan.typed.simpleString()
+            text = sf.lit(check.reason.format(column=field.name, type=typed))
+            reason = sf.when(failed, text) if reason is None else reason.when(failed, text)
+    return reason
+
+
+def _contains(plan: TypePlan, wanted: Callable[[TypePlan], bool]) -> bool:
+    """Whether ``plan`` or any plan inside it is ``wanted``."""
+    inner = [f.plan for f in plan.fields] + [p for p in (plan.element, plan.value) if p]
+    return wanted(plan) or any(_contains(p, wanted) for p in inner)
+
+
+def _anywhere(value: Column, plan: TypePlan, check: _DecimalCheck) -> Column:
+    """Whether ``check`` fails for ``value`` or any value inside it (``plan`` contains one)."""
+    if check.applies(plan):
+        return check.fails(value, plan)
+    if plan.element is not None:
+        element = plan.element
+        return sf.exists(value, lambda item: _anywhere(item, element, check))
+    if plan.value is not None:
+        member = plan.value
+        return sf.exists(sf.map_values(value), lambda item: _anywhere(item, member, check))
+    found = [
+        _anywhere(value[f.name], f.plan, check)
+        for f in plan.fields
+        if _contains(f.plan, check.applies)
+    ]
+    return functools.reduce(operator.or_, found)
+
+
 def convert(value: Column, plan: TypePlan) -> Column:
     """The stored value of a parsed wire ``value`` (see the table in ``schemas``)."""
     conversion = plan.conversion
@@ -186,10 +288,11 @@ def _scalar(value: Column, plan: TypePlan) -> Column:
     conversion = plan.conversion
     if conversion is Conversion.BASE64:
         return sf.unbase64(value)
-    if conversion is Conversion.DECIMAL:
-        return decimal_text(sf.unbase64(value), sf.lit(plan.scale)).cast(plan.typed)
-    if conversion is Conversion.VARIABLE_DECIMAL:
-        return decimal_text(sf.unbase64(value["value"]), value["scale"])
+    if conversion is Conversion.DECIMAL and isinstance(plan.typed, st.DecimalType):
+        # try_cast: a value that does not fit is a problem (decimal_problem), not an error.
+        return _decimal_text_of(value, plan).try_cast(plan.typed)
+    if conversion in (Conversion.DECIMAL, Conversion.VARIABLE_DECIMAL):
+        return _decimal_text_of(value, plan)
     if conversion is Conversion.EPOCH_DAYS:
         return sf.date_from_unix_date(value)
     if conversion is Conversion.INSTANT_MILLIS:
@@ -205,44 +308,109 @@ def _scalar(value: Column, plan: TypePlan) -> Column:
     return sf.timestamp_add(unit, amount, sf.expr(_EPOCH_NTZ))
 
 
+def _decimal_text_of(value: Column, plan: TypePlan) -> Column:
+    """The exact text of a wire decimal: Connect's base64 string, or Debezium's struct."""
+    if plan.conversion is Conversion.VARIABLE_DECIMAL:
+        return decimal_text(_base64(value["value"]), value["scale"])
+    return decimal_text(_base64(value), sf.lit(plan.scale))
+
+
+def _base64(text: Column) -> Column:
+    """The bytes of base64 ``text``; null (not an error) when it is not base64."""
+    return sf.try_to_binary(text, sf.lit("base64"))
+
+
 def decimal_text(unscaled: Column, scale: Column) -> Column:
     """The exact decimal text of a big-endian two's-complement ``unscaled`` integer.
 
-    Native expressions only (no lambdas): up to 8 bytes go through ``conv`` sign-extended to
-    64 bits; up to 16 bytes (38 digits) as a high signed and a low unsigned 64-bit half.
-    Larger values give null rather than a wrong number.
+    Any size, in native expressions: up to 8 bytes go through ``conv`` sign-extended to 64
+    bits; up to 16 bytes within 38 digits as a high signed and a low unsigned 64-bit half in
+    ``decimal(38, 0)``; anything longer through :func:`_hex_digits`. The text is plain
+    notation (see :func:`_with_point`). Null only for a null or empty ``unscaled`` or a null
+    ``scale``.
     """
     hexed = sf.hex(unscaled)
     size = sf.length(hexed)
     negative = hexed.substr(1, 1) >= sf.lit("8")
     fill = sf.when(negative, sf.lit("F")).otherwise(sf.lit("0"))
-    short = sf.conv(sf.lpad(hexed, 16, fill), 16, -10)
+    short = _unsigned(sf.conv(sf.lpad(hexed, 16, fill), 16, -10))
     wide = sf.lpad(hexed, 32, fill)
     high = sf.conv(wide.substr(1, 16), 16, -10).cast(_DECIMAL_ACCUMULATOR)
     low = sf.conv(wide.substr(17, 16), 16, 10).cast(_DECIMAL_ACCUMULATOR)
     # For a negative value, borrow 2**64 from the high half so that neither partial result
-    # is further from zero than the value itself (which fits 38 digits).
+    # is further from zero than the value itself.
     high = sf.when(negative, high + 1).otherwise(high)
     low = sf.when(negative, low - sf.lit(_TWO_TO_64)).otherwise(low)
     long_value = sf.try_add(sf.try_multiply(high, sf.lit(_TWO_TO_64)), low)
-    signed = (
+    # The bits of |value| - 1 for a negative value (two's complement), else of the value.
+    inverted = sf.when(negative, sf.translate(hexed, _HEX, _INVERTED_HEX)).otherwise(hexed)
+    any_size = _hex_digits(inverted, plus_one=negative)
+    # 16 bytes hold up to 39 digits: where the halves overflow 38, take the general path.
+    digits = (
         sf.when(size == 0, sf.lit(None))
         .when(size <= 16, short)
-        .when(size <= 32, long_value.cast("string"))
+        .otherwise(sf.coalesce(sf.when(size <= 32, _unsigned(long_value.cast("string"))), any_size))
     )
-    return _with_point(signed, scale)
+    return _with_point(negative, digits, scale)
 
 
-def _with_point(signed: Column, scale: Column) -> Column:
-    """``signed`` integer text with the decimal point ``scale`` digits from the right."""
-    negative = signed.startswith("-")
-    magnitude = sf.regexp_replace(signed, "^-", "")
-    width = sf.greatest(sf.length(magnitude), scale + 1)
-    digits = sf.lpad(magnitude, width, "0")
-    whole = digits.substr(sf.lit(1), sf.length(digits) - scale)
-    fraction = digits.substr(sf.length(digits) - scale + 1, scale)
-    return sf.concat(
-        sf.when(negative, sf.lit("-")).otherwise(sf.lit("")),
-        whole,
-        sf.when(scale > 0, sf.concat(sf.lit("."), fraction)).otherwise(sf.lit("")),
+def _unsigned(signed: Column) -> Column:
+    """Integer text without its sign (not ``abs``: Spark rounds that to 34 digits)."""
+    return sf.regexp_replace(signed, "^-", "")
+
+
+def _hex_digits(hexed: Column, *, plus_one: Column) -> Column:
+    """The decimal digits of an unsigned hex integer of any length, plus one if asked.
+
+    The hex digits are read in chunks of 28 bits into little-endian limbs of 9 decimal
+    digits (each chunk multiplies the limbs by 2**28 and adds itself), then the limbs are
+    printed most significant first, with leading zeros.
+    """
+    width = (sf.ceil(sf.length(hexed) / _CHUNK_HEX) * _CHUNK_HEX).cast("int")
+    chunks = sf.regexp_extract_all(sf.lpad(hexed, width, "0"), sf.lit(f".{{{_CHUNK_HEX}}}"), 0)
+    limbs = sf.aggregate(
+        chunks,
+        sf.array(sf.lit(0).cast("bigint")),
+        lambda acc, chunk: _add_to_limbs(acc, _CHUNK_RADIX, sf.conv(chunk, 16, 10).cast("bigint")),
+        lambda acc: _add_to_limbs(acc, 1, sf.when(plus_one, 1).otherwise(0).cast("bigint")),
     )
+    printed = sf.transform(
+        sf.reverse(limbs), lambda limb: sf.lpad(limb.cast("string"), _LIMB_DIGITS, "0")
+    )
+    return sf.array_join(printed, "")
+
+
+def _add_to_limbs(limbs: Column, factor: int, addend: Column) -> Column:
+    """``limbs * factor + addend`` in little-endian base-10**9 limbs.
+
+    ``factor`` and ``addend`` are at most 2**28, so every intermediate stays below 2**59
+    and the bigint arithmetic is exact; the carry left at the end becomes a new limb.
+    """
+    start = sf.struct(sf.array().cast(_LIMBS).alias("out"), addend.alias("carry"))
+
+    def step(acc: Column, limb: Column) -> Column:
+        total = limb * factor + acc["carry"]
+        return sf.struct(
+            sf.concat(acc["out"], sf.array(total % _LIMB)).alias("out"),
+            sf.call_function("div", total, sf.lit(_LIMB)).alias("carry"),
+        )
+
+    def finish(acc: Column) -> Column:
+        carried = sf.concat(acc["out"], sf.array(acc["carry"]))
+        return sf.when(acc["carry"] > 0, carried).otherwise(acc["out"])
+
+    return sf.aggregate(limbs, start, step, finish)
+
+
+def _with_point(negative: Column, digits: Column, scale: Column) -> Column:
+    """The decimal text of the unsigned integer ``digits`` times ``10**-scale``.
+
+    Plain notation as ``BigDecimal.toPlainString`` writes it: exactly ``scale`` fraction
+    digits, one ``0`` before the point when the value is below one, no exponent; a negative
+    ``scale`` appends zeros. Each argument is used once, so the expression stays small.
+    """
+    zeros = sf.greatest(scale, sf.lit(0))
+    padded = sf.concat(sf.repeat(sf.lit("0"), scale), digits, sf.repeat(sf.lit("0"), -scale))
+    pointed = sf.regexp_replace(padded, sf.concat(sf.lit("(?=[0-9]{"), zeros, sf.lit("}$)")), ".")
+    whole = sf.regexp_replace(sf.regexp_replace(pointed, "[.]$", ""), "^0+(?=[0-9])", "")
+    return sf.concat(sf.when(negative, sf.lit("-")).otherwise(sf.lit("")), whole)

@@ -48,7 +48,9 @@ def _padded(value: Column, width: int) -> Column:
 
 
 def _postgres(source: Column) -> Column:
-    last_commit = sf.coalesce(sf.get_json_object(source["sequence"], "$[0]"), sf.lit("0"))
+    # get_json_object gives JSON null as the text "null", which would sort after every LSN.
+    first = sf.nullif(sf.get_json_object(source["sequence"], "$[0]"), sf.lit("null"))
+    last_commit = sf.coalesce(first, sf.lit("0"))
     return sf.concat_ws(_SEPARATOR, _padded(last_commit, 20), _padded(source["lsn"], 20))
 
 

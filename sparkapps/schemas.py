@@ -15,11 +15,12 @@ without Spark. The mapping:
 Connect type / logical name               wire (JSON)                  typed (table)
 ========================================  ===========================  ======================
 int8, int16, int32, int64                 byte, short, int, long       same
-float32, float64, boolean, string         float, double, bool, string  same
+float, double, boolean, string            float, double, bool, string  same
 bytes (and ``io.debezium.data.Bits``)     base64 string                binary
 ``…connect.data.Decimal``                 base64 string                decimal(p, s); p from
                                                                        connect.decimal.precision
-                                                                       or 38
+                                                                       or 38; exact string when
+                                                                       p > 38 or s < 0
 ``io.debezium.data.VariableScaleDecimal`` struct{scale, value}         exact decimal string
 ``io.debezium.time.Date``, Connect Date   int days                     date
 ``io.debezium.time.Timestamp``            long ms                      timestamp_ntz
@@ -31,6 +32,16 @@ struct, array, map (string keys)          struct, array, map           converted
 everything else (Json, Uuid, Enum, time   its wire type                same
 of day, durations, maps with other keys)
 ========================================  ===========================  ======================
+
+``float`` and ``double`` are JsonConverter's names for FLOAT32 and FLOAT64 (what Debezium
+writes); ``float32`` and ``float64`` are accepted as legacy aliases, for topics written by
+earlier cdcflow versions.
+
+Decimals are exact or not stored: the column type comes from the schema alone (a ``Decimal``
+with ``0 <= scale`` and ``max(precision, scale) <= 38`` is ``decimal(p, s)``; every other
+``Decimal`` and every ``VariableScaleDecimal`` is a string holding the exact value in plain
+notation), and a value that does not fit its ``decimal(p, s)`` column is a dead letter
+(:func:`cdcflow.sparkapps.decoding.decimal_problem`), never a null.
 """
 
 from __future__ import annotations
@@ -54,10 +65,14 @@ _PRIMITIVES: Mapping[str, st.DataType] = {
     "int16": st.ShortType(),
     "int32": st.IntegerType(),
     "int64": st.LongType(),
-    "float32": st.FloatType(),
-    "float64": st.DoubleType(),
+    "float": st.FloatType(),
+    "double": st.DoubleType(),
     "boolean": st.BooleanType(),
     "string": st.StringType(),
+    # Legacy aliases: earlier cdcflow versions wrote these instead of JsonConverter's "float"
+    # and "double" (Connect's FLOAT32 and FLOAT64); topics holding them may still be read.
+    "float32": st.FloatType(),
+    "float64": st.DoubleType(),
 }
 
 
@@ -270,6 +285,11 @@ def _primitive(kind: object) -> st.DataType:
 
 
 def _decimal(schema: Mapping[str, Any]) -> TypePlan:
+    """``decimal(p, s)`` when Spark can hold the declared type, else the exact string.
+
+    p is ``connect.decimal.precision`` (38 when absent), raised to the scale when smaller
+    (PostgreSQL allows ``numeric(2, 5)``). A negative scale or p above 38 gives a string.
+    """
     parameters = schema.get("parameters") or {}
     try:
         scale = int(parameters.get("scale", 0))

@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import fcntl
-import hashlib
 import os
 import shutil
 import subprocess
@@ -28,13 +26,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from cdcflow.operator.devservices import processes
+from cdcflow.operator.devservices import maven, processes
 
 SERVICE = "Kafka"
 KAFKA_VERSION = "4.3.1"
 SCALA_BINARY_VERSION = "2.13"
 LOG4J_VERSION = "2.25.3"
-DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
 SERVER_MAIN = "kafka.Kafka"
 STORAGE_TOOL_MAIN = "kafka.tools.StorageTool"
 READY_LINE = "Kafka Server started"
@@ -47,10 +44,7 @@ JVM_OPTIONS = (
     "-Djava.awt.headless=true",
 )
 START_TIMEOUT = 120.0
-RESOLVE_TIMEOUT = 900.0
-MARKER = "resolved.sha256"
 JAVA_HINT = "Kafka needs Java 17 or newer, e.g. `apt-get install openjdk-17-jre-headless`."
-MAVEN_HINT = "Kafka's jars are fetched with Maven, e.g. `apt-get install maven`."
 
 POM_TEMPLATE = """\
 <?xml version="1.0" encoding="UTF-8"?>
@@ -116,13 +110,7 @@ def pom_xml() -> str:
 def broker_libs() -> Path:
     """The cached folder of the broker's jars, resolved with Maven on first use."""
     home = processes.cache_dir("kafka", KAFKA_VERSION)
-    pom = pom_xml()
-    digest = hashlib.sha256(pom.encode()).hexdigest()
-    with _locked(home / ".lock"):
-        if not _resolved(home, digest):
-            _resolve(home, pom)
-            (home / MARKER).write_text(digest + "\n")
-    return home / "libs"
+    return maven.cached_libs(home, pom_xml(), service=SERVICE)
 
 
 def new_cluster_id() -> str:
@@ -165,7 +153,7 @@ def server_properties(*, port: int, controller_port: int, data_dir: Path) -> str
 @contextlib.contextmanager
 def running_kafka() -> Iterator[KafkaBroker]:
     """Format, start and finally stop and remove a one-node KRaft Kafka in a temporary folder."""
-    java = _java()
+    java = java_binary()
     libs = broker_libs()
     workdir = Path(tempfile.mkdtemp(prefix="cdcflow-kafka-"))
     try:
@@ -216,7 +204,7 @@ def _format_storage(java: str, libs: Path, workdir: Path, *, config: Path, log: 
     return cluster_id
 
 
-def _java() -> str:
+def java_binary() -> str:
     """``$JAVA_HOME/bin/java`` when that exists, else ``java`` from PATH."""
     java_home = os.environ.get("JAVA_HOME")
     if java_home and (Path(java_home) / "bin" / "java").exists():
@@ -254,46 +242,3 @@ def _wait_ready(process: subprocess.Popen[bytes], *, port: int, log: Path) -> No
 def _log_mentions(log: Path, text: str) -> bool:
     """Whether ``text`` occurs in the log file yet."""
     return log.exists() and text in log.read_text(errors="replace")
-
-
-def _resolved(home: Path, digest: str) -> bool:
-    """Whether ``libs/`` was filled by a successful resolve of exactly this pom."""
-    marker = home / MARKER
-    return marker.exists() and marker.read_text().strip() == digest and (home / "libs").is_dir()
-
-
-def _resolve(home: Path, pom: str) -> None:
-    """Copy the pom's runtime dependencies into ``libs/`` with Maven, replacing any old ones."""
-    mvn = processes.require_binary("mvn", hint=MAVEN_HINT)
-    (home / MARKER).unlink(missing_ok=True)
-    (home / "pom.xml").write_text(pom)
-    partial, libs = home / "libs.partial", home / "libs"
-    shutil.rmtree(partial, ignore_errors=True)
-    processes.run_checked(
-        [
-            mvn,
-            "-q",
-            "-B",
-            "-f",
-            str(home / "pom.xml"),
-            f"{DEPENDENCY_PLUGIN}:copy-dependencies",
-            "-DincludeScope=runtime",
-            f"-DoutputDirectory={partial}",
-        ],
-        service=SERVICE,
-        log=home / "resolve.log",
-        timeout=RESOLVE_TIMEOUT,
-    )
-    shutil.rmtree(libs, ignore_errors=True)
-    partial.rename(libs)
-
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """Hold an exclusive lock on ``path`` so concurrent first uses resolve only once."""
-    with path.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)

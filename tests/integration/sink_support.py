@@ -13,6 +13,7 @@ from typing import Any
 
 import psycopg
 import yaml
+from confluent_kafka import Producer
 from pyspark.sql import SparkSession
 
 from cdcflow.sparkapps import sink as job
@@ -217,10 +218,30 @@ def event_value(
 
 
 def connect_decimal(value: decimal.Decimal, scale: int) -> str:
-    """A decimal as Connect's JSON carries it: base64 of the unscaled two's complement."""
-    unscaled = int(value.scaleb(scale))
+    """A decimal as Connect's JSON carries it: base64 of the unscaled two's complement.
+
+    Exact at any width (``value`` must have at most ``scale`` fraction digits).
+    """
+    unscaled = value.scaleb(scale, context=decimal.Context(prec=decimal.MAX_PREC))
+    if unscaled != unscaled.to_integral_value():
+        raise ValueError(f"{value} has more than {scale} fraction digits")
+    return unscaled_bytes(int(unscaled))
+
+
+def unscaled_bytes(unscaled: int) -> str:
+    """An unscaled integer as Connect's JSON carries it: base64 of its two's complement."""
     size = max(1, (unscaled.bit_length() + 8) // 8)
     return base64.b64encode(unscaled.to_bytes(size, "big", signed=True)).decode()
+
+
+def produce(
+    bootstrap_servers: str, topic: str, records: Iterable[tuple[Any, bytes | None]]
+) -> None:
+    """Send ``(key, value)`` records to ``topic`` (keys as JSON) and wait for every ack."""
+    producer = Producer({"bootstrap.servers": bootstrap_servers})
+    for key, value in records:
+        producer.produce(topic, key=json.dumps(key).encode(), value=value)
+    assert producer.flush(30) == 0
 
 
 def epoch_micros(value: dt.datetime) -> int:

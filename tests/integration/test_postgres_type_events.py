@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import uuid
 
-from tests.integration.test_postgres_types_roundtrip import COLUMNS
-from tests.integration.test_postgres_types_roundtrip import SUFFIX as ROUNDTRIP_SUFFIX
+from tests.integration.pg_type_catalog import COLUMNS
+from tests.integration.pg_type_catalog import SUFFIX as ROUNDTRIP_SUFFIX
 from tests.plugins.fix_capture import CaptureHarness
 
 SUFFIX = uuid.uuid4().hex[:8]

@@ -8,12 +8,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Producer
 from pyspark.sql import SparkSession
 
 from cdcflow.operator.devservices.kafka import KafkaBroker
 from cdcflow.sparkapps.deadletters import BadRecordsError
-from tests.integration.sink_support import apply_backlog, event_value, sink_resource, table_path
+from tests.integration.sink_support import (
+    apply_backlog,
+    event_value,
+    produce,
+    sink_resource,
+    table_path,
+)
 from tests.plugins.fix_kafka import create_topic
 
 COLUMNS = [
@@ -34,10 +39,7 @@ def items_topic(kafka_broker: KafkaBroker) -> str:
 def _produce(
     broker: KafkaBroker, topic: str, records: list[tuple[dict[str, Any], bytes | None]]
 ) -> None:
-    producer = Producer({"bootstrap.servers": broker.bootstrap_servers})
-    for key, value in records:
-        producer.produce(topic, key=json.dumps(key).encode(), value=value)
-    assert producer.flush(30) == 0
+    produce(broker.bootstrap_servers, topic, records)
 
 
 def _good(row_id: int, lsn: int) -> tuple[dict[str, Any], bytes]:

@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
+import pytest
 
-from cdcflow.capture.envelope import Framing, SideRecords, TableSerializer
+from cdcflow.capture.envelope import Framing, SideRecords, TableSerializer, context_headers
 from cdcflow.capture.spi import Column, Op, RowChange, TableId, TableSchema
 from cdcflow.capture.topics import TopicNames
 
@@ -76,16 +77,43 @@ def test_delete_is_followed_by_a_tombstone_unless_disabled() -> None:
     assert len(without) == 1
 
 
-def test_key_change_becomes_delete_tombstone_create_with_key_headers() -> None:
+@pytest.mark.parametrize("schemas", [True, False])
+def test_key_change_becomes_delete_tombstone_create_with_bare_key_headers(schemas: bool) -> None:
     change = _change(Op.UPDATE, (1, None, None), (2, "n", None))
-    delete, tombstone, create = _serializer(schemas=False).records(change, tombstones=True)
-    assert orjson.loads(delete.value or b"")["op"] == "d"
-    assert orjson.loads(delete.value or b"")["after"] is None
+    delete, tombstone, create = _serializer(schemas=schemas).records(change, tombstones=True)
+    payload = (lambda raw: orjson.loads(raw or b"")["payload"]) if schemas else orjson.loads
+    assert payload(delete.value)["op"] == "d"
+    assert payload(delete.value)["after"] is None
     assert tombstone.value is None
-    assert orjson.loads(create.value or b"")["op"] == "c"
-    assert orjson.loads(create.value or b"")["before"] is None
+    assert payload(create.value)["op"] == "c"
+    assert payload(create.value)["before"] is None
     assert dict(delete.headers)["__debezium.newkey"] == b'{"id":2}'
+    assert dict(tombstone.headers)["__debezium.newkey"] == b'{"id":2}'
     assert dict(create.headers)["__debezium.oldkey"] == b'{"id":1}'
+
+
+def test_key_change_is_two_events_of_its_transaction() -> None:
+    counter = iter(range(1, 10))
+    change = _change(Op.UPDATE, (1, None, None), (2, "n", None))
+    delete, _, create = _serializer(schemas=False).records(
+        change, tombstones=True, transaction=lambda: {"total_order": next(counter)}
+    )
+    assert orjson.loads(delete.value or b"")["transaction"] == {"total_order": 1}
+    assert orjson.loads(create.value or b"")["transaction"] == {"total_order": 2}
+
+
+def test_context_headers_go_on_every_record_of_a_change() -> None:
+    headers = context_headers(logical_name="shop", connector_name="orders", run_id="r1")
+    framing = Framing(topics=TOPICS, source_schema=SOURCE_SCHEMA, context_headers=headers)
+    serializer = TableSerializer(TABLE, framing=framing, value_columns=("id", "note", "secret"))
+    records = serializer.records(_change(Op.DELETE, (1, None, None), None), tombstones=True)
+    for record in records:
+        assert dict(record.headers) == {
+            "__debezium.context.connectorLogicalName": b"shop",
+            "__debezium.context.taskId": b"0",
+            "__debezium.context.connectorName": b"orders",
+            "__debezium.context.runId": b"r1",
+        }
 
 
 def test_excluded_columns_leave_values_and_schema() -> None:
@@ -100,7 +128,7 @@ def test_excluded_columns_leave_values_and_schema() -> None:
 def test_transaction_block_is_carried_in_the_payload() -> None:
     block = {"id": "7:100", "total_order": 2, "data_collection_order": 1}
     [record] = _serializer().records(
-        _change(Op.CREATE, None, (1, None, None)), tombstones=True, transaction=block
+        _change(Op.CREATE, None, (1, None, None)), tombstones=True, transaction=lambda: block
     )
     assert orjson.loads(record.value or b"")["payload"]["transaction"] == block
 

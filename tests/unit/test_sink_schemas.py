@@ -53,7 +53,8 @@ def test_postgres_column_types_map_to_the_spark_types_users_query() -> None:
             _column("id", "int32", optional=False),
             _column("small", "int16"),
             _column("big", "int64"),
-            _column("ratio", "float64"),
+            _column("level", "float"),
+            _column("ratio", "double"),
             _column("flag", "boolean"),
             _column("name", "string"),
             _column("blob", "bytes"),
@@ -84,6 +85,7 @@ def test_postgres_column_types_map_to_the_spark_types_users_query() -> None:
         "id": "int",
         "small": "smallint",
         "big": "bigint",
+        "level": "float",
         "ratio": "double",
         "flag": "boolean",
         "name": "string",
@@ -153,16 +155,85 @@ def test_nested_logical_types_are_converted_inside_structs_and_arrays() -> None:
     ]
 
 
-def test_decimals_wider_than_spark_allows_stay_exact_strings() -> None:
+@pytest.mark.parametrize(
+    ("connect_type", "spark_type"),
+    [("float", st.FloatType()), ("double", st.DoubleType())],
+)
+def test_float_and_double_are_the_names_jsonconverter_and_debezium_write(
+    connect_type: str, spark_type: st.DataType
+) -> None:
+    plan = schemas.plan_for({"type": connect_type, "optional": True})
+
+    assert (plan.wire, plan.typed, plan.conversion) == (spark_type, spark_type, Conversion.NONE)
+
+
+@pytest.mark.parametrize(("legacy", "current"), [("float32", "float"), ("float64", "double")])
+def test_float32_and_float64_from_earlier_cdcflow_topics_are_read_as_aliases(
+    legacy: str, current: str
+) -> None:
+    assert schemas.plan_for({"type": legacy}) == schemas.plan_for({"type": current})
+
+
+def test_a_topic_switching_from_float64_to_double_keeps_one_double_column() -> None:
+    old = schemas.envelope_plan(_envelope(_column("id", "int32"), _column("x", "float64")))
+    new = schemas.envelope_plan(_envelope(_column("id", "int32"), _column("x", "double")))
+    target = st.StructType(
+        [st.StructField("id", st.IntegerType()), st.StructField("x", st.DoubleType())]
+    )
+
+    result = planning.reconcile([(1, old), (2, new)], target)
+
+    assert result.accepted == (1, 2)
+    assert result.plan is not None and _typed(result.plan) == {"id": "int", "x": "double"}
+    assert result.fit.ok and not result.fit.added and not result.fit.casts
+
+
+def _decimal_schema(**parameters: str) -> dict[str, Any]:
+    return {
+        "type": "bytes",
+        "name": "org.apache.kafka.connect.data.Decimal",
+        "parameters": parameters,
+    }
+
+
+@pytest.mark.parametrize(
+    ("parameters", "stored"),
+    [
+        ({"scale": "2", "connect.decimal.precision": "12"}, st.DecimalType(12, 2)),
+        ({"scale": "4"}, st.DecimalType(38, 4)),  # no precision: Spark's widest
+        ({"scale": "0", "connect.decimal.precision": "38"}, st.DecimalType(38, 0)),
+        ({"scale": "38", "connect.decimal.precision": "38"}, st.DecimalType(38, 38)),
+        ({"scale": "5", "connect.decimal.precision": "2"}, st.DecimalType(5, 5)),
+        ({"scale": "2", "connect.decimal.precision": "39"}, st.StringType()),
+        ({"scale": "2", "connect.decimal.precision": "60"}, st.StringType()),
+        ({"scale": "40"}, st.StringType()),
+        ({"scale": "-2", "connect.decimal.precision": "5"}, st.StringType()),
+    ],
+)
+def test_a_decimal_is_typed_by_its_schema_alone_decimal_up_to_38_digits_else_exact_string(
+    parameters: dict[str, str], stored: st.DataType
+) -> None:
+    plan = schemas.plan_for(_decimal_schema(**parameters))
+
+    assert (plan.wire, plan.typed, plan.conversion) == (st.StringType(), stored, Conversion.DECIMAL)
+    assert plan.scale == int(parameters["scale"])
+
+
+def test_a_variable_scale_decimal_is_always_an_exact_string() -> None:
     plan = schemas.plan_for(
         {
-            "type": "bytes",
-            "name": "org.apache.kafka.connect.data.Decimal",
-            "parameters": {"scale": "2", "connect.decimal.precision": "60"},
+            "type": "struct",
+            "name": "io.debezium.data.VariableScaleDecimal",
+            "fields": [_column("scale", "int32"), _column("value", "bytes")],
         }
     )
 
-    assert (plan.typed, plan.conversion, plan.scale) == (st.StringType(), Conversion.DECIMAL, 2)
+    assert (plan.typed, plan.conversion) == (st.StringType(), Conversion.VARIABLE_DECIMAL)
+
+
+def test_a_decimal_with_unreadable_parameters_is_refused_with_the_reason() -> None:
+    with pytest.raises(schemas.SchemaError, match="Decimal with unreadable parameters"):
+        schemas.plan_for(_decimal_schema(scale="two"))
 
 
 def test_schemas_that_are_not_envelopes_are_refused_with_the_reason() -> None:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import psycopg
@@ -22,6 +23,10 @@ ROLE_SQL_PLAIN = "SELECT rolsuper, rolreplication, false FROM pg_roles WHERE rol
 SLOT_SQL = """
 SELECT active, active_pid, confirmed_flush_lsn::text, plugin, wal_status
 FROM pg_replication_slots WHERE slot_name = %s AND database = current_database()
+"""
+XMIN_SQL = """
+SELECT catalog_xmin::text::bigint FROM pg_replication_slots
+WHERE slot_name = %s AND database = current_database()
 """
 NO_IDENTITY_SQL = """
 SELECT n.nspname, c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
@@ -90,7 +95,45 @@ def slot_state(conn: psycopg.Connection[tuple[Any, ...]], slot: str) -> tuple[An
     return conn.execute(SLOT_SQL, (slot,)).fetchone()
 
 
-def check_slot_free(state: tuple[Any, ...] | None, slot: str) -> None:
+def slot_catalog_xmin(conn: psycopg.Connection[tuple[Any, ...]], slot: str) -> int | None:
+    """The slot's ``catalog_xmin`` (what Debezium puts in ``source.xmin``), None if unknown."""
+    row = conn.execute(XMIN_SQL, (slot,)).fetchone()
+    return None if row is None or row[0] is None else int(row[0])
+
+
+def wait_for_slot(
+    conn: psycopg.Connection[tuple[Any, ...]],
+    slot: str,
+    *,
+    retries: int,
+    delay_s: float,
+    sleep: Callable[[float], object] = time.sleep,
+) -> tuple[Any, ...] | None:
+    """The slot's state once no other process streams from it, checked as
+    :func:`check_slot_free` does.
+
+    While the slot is active, retry ``slot.max.retries`` times ``slot.retry.delay.ms`` apart
+    (a previous run's walsender may still be letting go of it), as Debezium does.
+    """
+    state = slot_state(conn, slot)
+    for attempt in range(1, retries + 1):
+        if state is None or not state[0]:
+            break
+        log.warning(
+            "replication slot %s is in use by PID %s; waiting %.1fs and retrying, attempt %d of %d",
+            slot,
+            state[1],
+            delay_s,
+            attempt,
+            retries,
+        )
+        sleep(delay_s)
+        state = slot_state(conn, slot)
+    check_slot_free(state, slot, retries=retries)
+    return state
+
+
+def check_slot_free(state: tuple[Any, ...] | None, slot: str, *, retries: int = 0) -> None:
     if state is None:
         return
     active, pid, _lsn, plugin, wal_status = state
@@ -100,9 +143,10 @@ def check_slot_free(state: tuple[Any, ...] | None, slot: str) -> None:
             f"(`SELECT pg_drop_replication_slot('{slot}');`) or choose another slot.name."
         )
     if active:
+        waited = f" (still after {retries} retries, slot.max.retries)" if retries else ""
         raise FatalError(
-            f"replication slot {slot} is in use by another process (PID {pid}). Stop the other "
-            "connector, or give this one its own slot.name."
+            f"replication slot {slot} is in use by another process (PID {pid}){waited}. Stop "
+            "the other connector, or give this one its own slot.name."
         )
     if wal_status == "lost":
         raise FatalError(

@@ -18,8 +18,16 @@ from psycopg import sql
 from psycopg.types.string import TextLoader
 
 from cdcflow.capture.connectors.postgres.tables import DecodedTable, TableCatalog
-from cdcflow.capture.errors import SnapshotQueryError
+from cdcflow.capture.errors import SnapshotQueryError, SnapshotSchemaChangedError
 from cdcflow.capture.spi import ChunkRow, TableId, TableSchema
+
+#: Errors of a chunk query that only a schema change between reading the table's columns and
+#: its rows explains: a column gone or retyped.
+SCHEMA_ERRORS = (
+    psycopg.errors.UndefinedColumn,
+    psycopg.errors.DatatypeMismatch,
+    psycopg.errors.UndefinedTable,
+)
 
 
 class PostgresChunks:
@@ -59,6 +67,7 @@ class PostgresChunks:
     def max_key(
         self, table: TableSchema, *, key: tuple[str, ...], condition: str | None
     ) -> tuple[str | None, ...] | None:
+        key = self._sql_key(table, key)
         statement = sql.SQL("SELECT {} FROM {}{} ORDER BY {} LIMIT 1").format(
             _columns(key),
             _table(table.id),
@@ -80,6 +89,7 @@ class PostgresChunks:
     ) -> list[ChunkRow]:
         decoded = self._decoded.get(table.id) or self._catalog.from_catalog(table.id)
         assert decoded is not None
+        key = self._sql_key(table, key)
         keys = sql.SQL("({})").format(_columns(key))
         values = sql.SQL("({})").format(sql.SQL(", ").join(sql.Placeholder() * len(key)))
         bounds = [sql.SQL("{} <= {}").format(keys, values)]
@@ -88,13 +98,13 @@ class PostgresChunks:
             bounds.insert(0, sql.SQL("{} > {}").format(keys, values))
             params = [*after, *params]
         statement = sql.SQL("SELECT {} FROM {}{} ORDER BY {} LIMIT {}").format(
-            _columns(tuple(column.name for column in decoded.schema.columns)),
+            _columns(decoded.sql_names),
             _table(table.id),
             _where(bounds, condition),
             _columns(key),
             sql.Literal(limit),
         )
-        names = [column.name for column in decoded.schema.columns]
+        names = list(decoded.sql_names)
         key_positions = [names.index(name) for name in key]
         converters = decoded.converters
         return [
@@ -126,11 +136,26 @@ class PostgresChunks:
             (signal_id,),
         )
 
+    def _sql_key(self, table: TableSchema, key: tuple[str, ...]) -> tuple[str, ...]:
+        """Key field names as SQL column names (they differ under field.name.adjustment.mode);
+        a name that is no field (a surrogate key naming the column) is taken as is."""
+        decoded = self._decoded.get(table.id)
+        if decoded is None or not decoded.source_names:
+            return key
+        fields = [column.name for column in decoded.schema.columns]
+        return tuple(
+            decoded.source_names[fields.index(name)] if name in fields else name for name in key
+        )
+
     def _fetch(
         self, statement: sql.Composed, params: tuple[Any, ...], table: TableId
     ) -> psycopg.Cursor[tuple[Any, ...]]:
         try:
             return self._conn.execute(statement, params)
+        except SCHEMA_ERRORS as error:
+            raise SnapshotSchemaChangedError(
+                f"{table} changed while its chunk was read: {str(error).strip()}"
+            ) from None
         except psycopg.Error as error:
             raise SnapshotQueryError(f"query on {table} failed: {str(error).strip()}") from None
 

@@ -31,6 +31,10 @@ class Endpoint:
     sslmode: str = "prefer"
     sslrootcert: str = ""
     initial_statements: tuple[str, ...] = ()
+    sslcert: str = ""
+    sslkey: str = ""
+    sslpassword: str = field(default="", repr=False)
+    keepalives: bool = True
 
     def where(self) -> str:
         return f"{self.user}@{self.host}:{self.port}/{self.database}"
@@ -50,6 +54,10 @@ class Endpoint:
         }
         if self.sslrootcert:
             params["sslrootcert"] = self.sslrootcert
+        for name in ("sslcert", "sslkey", "sslpassword"):
+            if getattr(self, name):
+                params[name] = getattr(self, name)
+        params["keepalives"] = int(self.keepalives)
         if replication:
             params["replication"] = "database"
         return conninfo.make_conninfo("", **params)
@@ -57,7 +65,9 @@ class Endpoint:
 
 def translate(error: Exception, endpoint: Endpoint) -> FatalError | RetriableError:
     """Turn a connection failure into an error that says what to do, without the password."""
-    text = str(error).replace(endpoint.password, "***") if endpoint.password else str(error)
+    text = str(error)
+    for secret in (endpoint.password, endpoint.sslpassword):
+        text = text.replace(secret, "***") if secret else text
     lowered = text.lower()
     if "password authentication failed" in lowered or "no password supplied" in lowered:
         return FatalError(

@@ -13,6 +13,7 @@ import logging
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import orjson
@@ -20,15 +21,23 @@ import psycopg
 from psycopg import sql
 
 from cdcflow.capture.config import ConnectorProperties
-from cdcflow.capture.connectors.postgres import checks, pgoutput, snapshotter, types
+from cdcflow.capture.connectors.postgres import checks, parallel, pgoutput, snapshotter, types
 from cdcflow.capture.connectors.postgres.chunks import PostgresChunks
+from cdcflow.capture.connectors.postgres.columns import ColumnMapping
 from cdcflow.capture.connectors.postgres.connection import Endpoint, connect, connect_replication
-from cdcflow.capture.connectors.postgres.replication import ReplicationStream
-from cdcflow.capture.connectors.postgres.source import PostgresStream, SourceBlock, lsn_offset
+from cdcflow.capture.connectors.postgres.replication import ReplicationStream, SlotInUseError
+from cdcflow.capture.connectors.postgres.source import (
+    PostgresStream,
+    SourceBlock,
+    XminTracker,
+    lsn_offset,
+)
 from cdcflow.capture.connectors.postgres.tables import TableCatalog
 from cdcflow.capture.envelope import TRANSACTION_BLOCK, frame
 from cdcflow.capture.errors import FatalError
 from cdcflow.capture.filters import Filters
+from cdcflow.capture.mapping import ColumnMappers, propagation_rules
+from cdcflow.capture.names import NameAdjuster
 from cdcflow.capture.spi import ConnectSchema, LogMessage, Offset, Record, RowChange, TableId
 
 log = logging.getLogger(__name__)
@@ -63,7 +72,10 @@ SOURCE_SCHEMA: ConnectSchema = {
         {"type": "int64", "optional": True, "field": "txId"},
         {"type": "int64", "optional": True, "field": "lsn"},
         {"type": "int64", "optional": True, "field": "xmin"},
+        {"type": "string", "optional": True, "field": "origin"},
+        {"type": "int64", "optional": True, "field": "origin_lsn"},
     ],
+    "version": 1,
 }
 MESSAGE_KEY_SCHEMA: ConnectSchema = {
     "type": "struct",
@@ -74,6 +86,7 @@ MESSAGE_KEY_SCHEMA: ConnectSchema = {
 }
 #: Seconds to wait for the walsender of a closed stream to release the slot before dropping it.
 SLOT_RELEASE_TIMEOUT_S = 10.0
+PUBLICATION_SQL = "SELECT pubviaroot FROM pg_publication WHERE pubname = %s"
 PUBLISHED_TABLES_SQL = "SELECT schemaname, tablename FROM pg_publication_tables WHERE pubname = %s"
 USER_TABLES_SQL = """
 SELECT n.nspname, c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
@@ -114,6 +127,20 @@ class PostgresConnector:
             interval_handling_mode=properties.interval_handling_mode,
             binary_handling_mode=properties.binary_handling_mode,
             include_unknown_datatypes=properties.include_unknown_datatypes,
+            money_fraction_digits=properties.money_fraction_digits,
+        )
+        self._mapping = ColumnMapping(
+            mappers=ColumnMappers(
+                [
+                    *properties.column_rules,
+                    *propagation_rules(
+                        properties.column_propagate_source_type,
+                        properties.datatype_propagate_source_type,
+                    ),
+                ]
+            ),
+            field_names=NameAdjuster(properties.field_name_adjustment_mode, fields=True),
+            filters=filters,
         )
         self._message_key = frame(
             MESSAGE_KEY_SCHEMA if properties.key_converter_schemas_enable else None
@@ -145,20 +172,34 @@ class PostgresConnector:
         self._conn = connect(self.endpoint)
         checks.check_wal_level(self.conn)
         checks.check_replication_role(self.conn, self.endpoint.user)
-        checks.check_slot_free(
-            checks.slot_state(self.conn, self.properties.slot_name), self.properties.slot_name
+        checks.wait_for_slot(
+            self.conn,
+            self.properties.slot_name,
+            retries=self.properties.slot_max_retries,
+            delay_s=self.properties.slot_retry_delay_ms / 1000,
         )
         self._ensure_publication()
         tables = self.captured_tables()
         checks.check_select(self.conn, self.endpoint.user, tables)
         checks.warn_missing_identity(self.conn, tables)
-        self._catalog = TableCatalog(self.conn, options=self._options, filters=self.filters)
+        self._catalog = TableCatalog(
+            self.conn, options=self._options, filters=self.filters, mapping=self._mapping
+        )
         return tables
 
     def _ensure_publication(self) -> None:
         name, mode = self.properties.publication_name, self.properties.publication_autocreate_mode
-        exists = self.conn.execute("SELECT 1 FROM pg_publication WHERE pubname = %s", (name,))
-        if exists.fetchone():
+        exists = self.conn.execute(PUBLICATION_SQL, (name,)).fetchone()
+        via_root = self.properties.publish_via_partition_root
+        if exists:
+            if bool(exists[0]) != via_root:
+                log.warning(
+                    "publication %s exists with publish_via_partition_root=%s, but "
+                    "publish.via.partition.root=%s; the existing publication decides",
+                    name,
+                    str(bool(exists[0])).lower(),
+                    str(via_root).lower(),
+                )
             return
         if mode == "disabled":
             raise FatalError(
@@ -178,6 +219,8 @@ class PostgresConnector:
                 sql.Identifier(name),
                 sql.SQL(", ").join(sql.Identifier(t.schema, t.table) for t in tables),
             )
+        if via_root:
+            statement += sql.SQL(" WITH (publish_via_partition_root = true)")
         try:
             self.conn.execute(statement)
         except psycopg.errors.InsufficientPrivilege as error:
@@ -191,10 +234,10 @@ class PostgresConnector:
         return [TableId(str(s), str(t)) for s, t in self.conn.execute(USER_TABLES_SQL).fetchall()]
 
     def captured_tables(self) -> list[TableId]:
-        """Tables in the publication that the filters capture, in name order."""
+        """Tables in the publication that the filters capture, in snapshot order."""
         rows = self.conn.execute(PUBLISHED_TABLES_SQL, (self.properties.publication_name,))
-        tables = sorted(TableId(str(s), str(t)) for s, t in rows.fetchall())
-        return [table for table in tables if self.filters.captures(table)]
+        tables = [TableId(str(s), str(t)) for s, t in rows.fetchall()]
+        return self.filters.snapshot_order([t for t in tables if self.filters.captures(t)])
 
     def position_available(self, offset: Offset | None) -> bool:
         """Whether the slot still holds the changes after ``offset``."""
@@ -244,6 +287,7 @@ class PostgresConnector:
             raise RuntimeError("prepare() first")
         slot = self._slot
         reader = connect(self.endpoint, autocommit=False)
+        helpers: list[psycopg.Connection[tuple[Any, ...]]] = []
         try:
             snapshotter.begin_snapshot(
                 reader,
@@ -252,26 +296,64 @@ class PostgresConnector:
             )
             lsn = slot.start_lsn if slot is not None else snapshotter.current_lsn(reader)
             self._snapshot_lsn = lsn
-            for table in tables:
-                decoded = self._catalog.from_catalog(table)
-                if decoded is None:
-                    continue
-                yield from snapshotter.read_table(
-                    reader,
+            xid = snapshotter.transaction_xid(reader)
+            snapshotter.lock_tables(
+                reader,
+                tables,
+                mode=self.properties.snapshot_locking_mode,
+                timeout_ms=self.properties.snapshot_lock_timeout_ms,
+            )
+            decoded = [d for t in tables if (d := self._catalog.from_catalog(t)) is not None]
+            read = partial(
+                snapshotter.read_table,
+                overrides=self.properties.statement_overrides,
+                fetch_size=self.properties.snapshot_fetch_size,
+                source_block=self.source_block,
+                lsn=lsn,
+                tx_id=xid,
+            )
+            threads = min(self.properties.snapshot_max_threads, len(decoded))
+            if threads > 1:
+                helpers = self._snapshot_helpers(reader, threads - 1)
+                yield from parallel.read_tables(
+                    [reader, *helpers],
                     decoded,
-                    overrides=self.properties.statement_overrides,
-                    fetch_size=self.properties.snapshot_fetch_size,
-                    source_block=self.source_block,
-                    lsn=lsn,
+                    read=read,
+                    buffer=self.properties.snapshot_fetch_size,
                 )
+            else:
+                for table in decoded:
+                    yield from read(reader, table)
             reader.commit()
         finally:
+            for helper in helpers:
+                helper.close()
             reader.close()
+
+    def _snapshot_helpers(
+        self, reader: psycopg.Connection[tuple[Any, ...]], count: int
+    ) -> list[psycopg.Connection[tuple[Any, ...]]]:
+        """``count`` more connections reading the same snapshot as ``reader``.
+
+        The snapshot is exported from ``reader``'s transaction (which may itself have imported
+        the slot's), so every table is read as of the slot's consistent point.
+        """
+        assert self._catalog is not None
+        row = reader.execute("SELECT pg_export_snapshot()").fetchone()
+        assert row is not None
+        helpers = []
+        for _ in range(count):
+            helper = connect(self.endpoint, autocommit=False)
+            helpers.append(helper)
+            snapshotter.begin_snapshot(
+                helper, exported_snapshot=str(row[0]), type_oids=self._catalog.type_oids()
+            )
+        return helpers
 
     def snapshot_offset(self) -> Offset:
         """Where streaming resumes after a completed snapshot."""
         assert self._snapshot_lsn is not None
-        return lsn_offset(lsn=self._snapshot_lsn, tx_id=None, ts_us=0)
+        return lsn_offset(lsn=self._snapshot_lsn, tx_id=None, ts_us=0, committed=False)
 
     def streaming(self, offset: Offset | None) -> PostgresStream:
         """Start replication at ``offset`` (or the slot's position) and return the source."""
@@ -280,12 +362,7 @@ class PostgresConnector:
         assert self._slot is not None and self._catalog is not None
         resume = int(offset.get("lsn_commit") or offset.get("lsn") or 0) if offset else 0
         start = max(resume, self._slot.start_lsn) if offset is None else resume
-        self._slot.stream.start(
-            slot=self.properties.slot_name,
-            publication=self.properties.publication_name,
-            start_lsn=start,
-            messages=True,
-        )
+        self._start_replication(start)
         return PostgresStream(
             stream=self._slot.stream,
             catalog=self._catalog,
@@ -294,8 +371,42 @@ class PostgresConnector:
             placeholder=self.properties.unavailable_value_placeholder,
             failure_mode=self.properties.event_processing_failure_handling_mode,
             resume_lsn=start,
+            last_commit_lsn=_int_or_none(offset.get("lsn_commit")) if offset else None,
             status_interval_s=self.properties.status_update_interval_ms / 1000,
             poll_interval_s=min(self.properties.poll_interval_ms / 1000, 1.0),
+            skip_unchanged=self.properties.skip_messages_without_change,
+            xmin=self._xmin_tracker(),
+        )
+
+    def _start_replication(self, start: int) -> None:
+        """START_REPLICATION, retried while another process still holds the slot
+        (``slot.max.retries`` times, ``slot.retry.delay.ms`` apart), as Debezium does."""
+        assert self._slot is not None
+        retries = self.properties.slot_max_retries
+        for attempt in range(retries + 1):
+            try:
+                self._slot.stream.start(
+                    slot=self.properties.slot_name,
+                    publication=self.properties.publication_name,
+                    start_lsn=start,
+                    messages=True,
+                    extra=self.properties.stream_params,
+                )
+                return
+            except SlotInUseError as error:
+                if attempt == retries:
+                    raise
+                log.warning("%s; retrying, attempt %d of %d", error, attempt + 1, retries)
+                time.sleep(self.properties.slot_retry_delay_ms / 1000)
+
+    def _xmin_tracker(self) -> XminTracker | None:
+        """``xmin.fetch.interval.ms`` > 0: the slot's xmin for ``source.xmin`` and offsets."""
+        interval = self.properties.xmin_fetch_interval_ms
+        if not interval:
+            return None
+        slot = self.properties.slot_name
+        return XminTracker(
+            lambda: checks.slot_catalog_xmin(self.conn, slot), interval_s=interval / 1000
         )
 
     def chunk_source(self) -> PostgresChunks:
@@ -344,7 +455,7 @@ class PostgresConnector:
         if query and self._conn is not None:
             self._conn.execute(query)
 
-    def message_record(self, message: LogMessage) -> Record:
+    def message_record(self, message: LogMessage, transaction: dict[str, Any] | None) -> Record:
         """A logical decoding message event (``op: m``) on ``<prefix>.message``, as Debezium's:
         key ``{prefix}``, value ``{op, ts_ms, source, transaction, message: {prefix, content}}``
         with the content encoded per ``binary.handling.mode``."""
@@ -352,7 +463,7 @@ class PostgresConnector:
             "op": "m",
             "ts_ms": time.time_ns() // 1_000_000,
             "source": message.source,
-            "transaction": None,
+            "transaction": transaction,
             "message": {
                 "prefix": message.prefix,
                 "content": self._message_content(message.content),
@@ -432,3 +543,7 @@ def message_value_schema(binary_handling_mode: str) -> ConnectSchema:
 
 def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode()
+
+
+def _int_or_none(value: Any) -> int | None:
+    return None if value is None else int(value)

@@ -8,7 +8,9 @@ only moves bytes and waits on the socket.
 
 from __future__ import annotations
 
+import logging
 import select
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import psycopg
@@ -16,6 +18,14 @@ from psycopg import pq
 
 from cdcflow.capture.connectors.postgres import pgoutput
 from cdcflow.capture.errors import FatalError, RetriableError
+
+log = logging.getLogger(__name__)
+#: pgoutput options cdcflow sets itself; slot.stream.params cannot override them.
+FIXED_OPTIONS = frozenset({"proto_version", "publication_names", "messages"})
+
+
+class SlotInUseError(FatalError):
+    """START_REPLICATION found the slot active for another process."""
 
 
 @dataclass(frozen=True)
@@ -57,14 +67,31 @@ class ReplicationStream:
         snapshot = result.get_value(0, 2)
         return CreatedSlot(point, snapshot.decode() if snapshot else None)
 
-    def start(self, *, slot: str, publication: str, start_lsn: int, messages: bool) -> None:
-        """START_REPLICATION with pgoutput protocol 1 for ``publication``."""
+    def start(
+        self,
+        *,
+        slot: str,
+        publication: str,
+        start_lsn: int,
+        messages: bool,
+        extra: Mapping[str, str] | None = None,
+    ) -> None:
+        """START_REPLICATION with pgoutput protocol 1 for ``publication``.
+
+        ``extra`` (``slot.stream.params``) adds plugin options; the ones cdcflow sets itself
+        win, as Debezium's defaults do.
+        """
         options = [
             "proto_version '1'",
             f"publication_names {_quote_literal(_quote_ident(publication))}",
         ]
         if messages:
             options.append("messages 'true'")
+        for name, value in (extra or {}).items():
+            if name in FIXED_OPTIONS:
+                log.warning("slot.stream.params: %s is set by cdcflow; ignoring %s", name, value)
+                continue
+            options.append(f"{_quote_ident(name)} {_quote_literal(value)}")
         sql = (
             f"START_REPLICATION SLOT {_quote_ident(slot)} LOGICAL "
             f"{pgoutput.format_lsn(start_lsn)} ({', '.join(options)})"
@@ -116,7 +143,7 @@ class ReplicationStream:
 
 def _start_error(message: str, slot: str) -> FatalError | RetriableError:
     if "is active for PID" in message:
-        return FatalError(
+        return SlotInUseError(
             f"replication slot {slot} is in use by another process ({message}). Stop the other "
             "connector, or give this one its own slot.name."
         )

@@ -11,7 +11,7 @@ converter serves both paths.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import psycopg
@@ -57,22 +57,75 @@ def current_lsn(conn: psycopg.Connection[tuple[Any, ...]]) -> int:
     return int(str(row[0]))
 
 
+def transaction_xid(conn: psycopg.Connection[tuple[Any, ...]]) -> int | None:
+    """The snapshot transaction's xid, which Debezium puts in ``source.txId`` of ``op: r``
+    events (assigning one, as Debezium's ``txid_current()`` does; none on a standby)."""
+    row = conn.execute(
+        "SELECT CASE WHEN pg_is_in_recovery() THEN NULL ELSE txid_current() END"
+    ).fetchone()
+    return None if row is None or row[0] is None else int(row[0])
+
+
 def estimate_rows(conn: psycopg.Connection[tuple[Any, ...]], table: TableId) -> int:
     """The planner's row estimate (cheap; exact counts would scan the table)."""
     row = conn.execute(ESTIMATE_SQL, (table.schema, table.table)).fetchone()
     return max(0, int(row[0])) if row and row[0] is not None else 0
 
 
-def select_statement(decoded: DecodedTable, override: str | None) -> sql.Composed:
-    """``SELECT col, …`` over the table, or over the user's override statement."""
-    columns = sql.SQL(", ").join(sql.Identifier(column.name) for column in decoded.schema.columns)
+def select_statement(decoded: DecodedTable, override: str | None) -> sql.SQL | sql.Composed:
+    """``SELECT col, … FROM table`` (snapshot.query.mode=select_all), or the override as is."""
     if override:
-        return sql.SQL("SELECT {} FROM ({}) AS snapshot_override").format(
-            columns,
-            sql.SQL(override),
-        )
+        return sql.SQL(override)
+    columns = sql.SQL(", ").join(sql.Identifier(name) for name in decoded.sql_names)
     table = decoded.schema.id
     return sql.SQL("SELECT {} FROM {}").format(columns, sql.Identifier(table.schema, table.table))
+
+
+def override_columns(decoded: DecodedTable, names: Sequence[str]) -> tuple[int | None, ...]:
+    """For each column of ``decoded``, its position among an override's result ``names``.
+
+    Debezium maps an override's result to the table by column name: a column the statement
+    leaves out is NULL, a result column the table does not have is an error.
+    """
+    unknown = [name for name in names if name not in decoded.sql_names]
+    if unknown:
+        raise FatalError(
+            f"the snapshot.select.statement.overrides statement of {decoded.schema.id} returns "
+            f"column(s) {', '.join(unknown)} that the table does not have (or cdcflow does not "
+            "capture); select only its columns, under their names"
+        )
+    return tuple(names.index(name) if name in names else None for name in decoded.sql_names)
+
+
+def lock_tables(
+    conn: psycopg.Connection[tuple[Any, ...]],
+    tables: Sequence[TableId],
+    *,
+    mode: str,
+    timeout_ms: int,
+) -> None:
+    """``snapshot.locking.mode=shared``: ACCESS SHARE locks on the snapshotted tables, held
+    until the snapshot transaction ends, so no DDL changes them meanwhile.
+
+    Waits at most ``snapshot.lock.timeout.ms`` per lock; failing that the snapshot is aborted.
+    """
+    if mode != "shared" or not tables:
+        return
+    conn.execute(sql.SQL("SET LOCAL lock_timeout = {}").format(sql.Literal(str(timeout_ms))))
+    for table in tables:
+        try:
+            conn.execute(
+                sql.SQL("LOCK TABLE {} IN ACCESS SHARE MODE").format(
+                    sql.Identifier(table.schema, table.table)
+                )
+            )
+        except psycopg.errors.LockNotAvailable:
+            raise FatalError(
+                f"snapshot aborted: no lock on {table} within snapshot.lock.timeout.ms="
+                f"{timeout_ms} (snapshot.locking.mode=shared). Another session holds a "
+                "conflicting lock; retry when it is done, raise the timeout, or use "
+                "snapshot.locking.mode=none"
+            ) from None
 
 
 def read_table(
@@ -83,6 +136,7 @@ def read_table(
     fetch_size: int,
     source_block: SourceBlock,
     lsn: int,
+    tx_id: int | None,
 ) -> Iterator[RowChange]:
     """Yield one ``op: r`` change per row of ``decoded``'s table."""
     schema = decoded.schema
@@ -90,7 +144,7 @@ def read_table(
     base = source_block.build(
         ts_us=time.time_ns() // 1000,
         table=schema.id,
-        tx_id=None,
+        tx_id=tx_id,
         lsn=lsn,
         last_commit_lsn=None,
         snapshot="true",
@@ -102,6 +156,12 @@ def read_table(
             cursor.execute(statement)
         except psycopg.Error as error:
             raise FatalError(f"snapshot of {schema.id} failed: {str(error).strip()}") from None
+        order = None
+        if overrides.get(str(schema.id)):
+            names = [column.name for column in cursor.description or ()]
+            order = override_columns(decoded, names)
         for row in cursor:
+            if order is not None:
+                row = tuple(None if i is None else row[i] for i in order)
             after = tuple(convert(value) for convert, value in zip(converters, row, strict=True))
             yield RowChange(schema, Op.READ, None, after, dict(base))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from cdcflow.capture.connectors.postgres import pgoutput
@@ -69,12 +69,51 @@ class SourceBlock:
             "txId": tx_id,
             "lsn": lsn,
             "xmin": None,
+            "origin": None,
+            "origin_lsn": None,
         }
 
 
-def lsn_offset(*, lsn: int, tx_id: int | None, ts_us: int) -> Offset:
-    """A streaming offset as Debezium's PostgreSQL connector stores it."""
-    return Offset({"lsn": lsn, "lsn_commit": lsn, "lsn_proc": lsn, "txId": tx_id, "ts_usec": ts_us})
+class XminTracker:
+    """``xmin.fetch.interval.ms``: the slot's ``catalog_xmin``, read at most once an interval."""
+
+    def __init__(self, fetch: Callable[[], int | None], *, interval_s: float) -> None:
+        self._fetch = fetch
+        self._interval = interval_s
+        self._value: int | None = None
+        self._read_at: float | None = None
+
+    def __call__(self) -> int | None:
+        now = time.monotonic()
+        if self._read_at is None or now - self._read_at >= self._interval:
+            self._value, self._read_at = self._fetch(), now
+        return self._value
+
+
+def lsn_offset(*, lsn: int, tx_id: int | None, ts_us: int, committed: bool = True) -> Offset:
+    """A streaming offset as Debezium's PostgreSQL connector stores it.
+
+    ``lsn_commit`` (the last commit seen, first element of ``source.sequence``) is left out
+    of a snapshot's offset (``committed=False``): no transaction was streamed yet.
+    """
+    return Offset(
+        {
+            "lsn": lsn,
+            "lsn_commit": lsn if committed else None,
+            "lsn_proc": lsn,
+            "txId": tx_id,
+            "ts_usec": ts_us,
+        }
+    )
+
+
+def transaction_id(xid: int, lsn: int) -> str:
+    """Debezium's PostgreSQL transaction id: the xid and the LSN of the message carrying it.
+
+    It is not constant within a transaction: BEGIN carries the transaction's first LSN, each
+    event its own LSN and END the commit's end LSN (Debezium's ``PostgresTransactionMonitor``).
+    """
+    return f"{xid}:{lsn}"
 
 
 class PostgresStream:
@@ -90,9 +129,14 @@ class PostgresStream:
         placeholder: str,
         failure_mode: str = "fail",
         resume_lsn: int,
+        last_commit_lsn: int | None,
         status_interval_s: float,
         poll_interval_s: float,
+        skip_unchanged: bool = False,
+        xmin: Callable[[], int | None] | None = None,
     ) -> None:
+        self._skip_unchanged = skip_unchanged
+        self._xmin = xmin
         self._stream = stream
         self._catalog = catalog
         self._filters = filters
@@ -107,9 +151,10 @@ class PostgresStream:
         self._flushed = resume_lsn
         self._received = resume_lsn
         self._last_status = 0.0
-        # The resume position is the last commit durable before this stream: carrying it in
-        # source.sequence keeps the first transaction after a (re)start ordered after it.
-        self._last_commit_lsn: int | None = resume_lsn or None
+        # The last commit of the stored offset (None right after a snapshot, as in Debezium):
+        # source.sequence carries it so consumers can order events across restarts.
+        self._last_commit_lsn = last_commit_lsn
+        self._last_ts_us: int | None = None
         self._tx: pgoutput.Begin | None = None
         self._tx_base: dict[str, Any] = {}
         self._skipping = False
@@ -175,9 +220,9 @@ class PostgresStream:
                 self._failed_event(message, lsn, error)
                 return None
         if kind is pgoutput.Begin:
-            return self._begin(message)  # type: ignore[arg-type]
+            return self._begin(message, lsn)  # type: ignore[arg-type]
         if kind is pgoutput.Commit:
-            return self._commit(message)  # type: ignore[arg-type]
+            return self._commit(message, lsn)  # type: ignore[arg-type]
         if kind is pgoutput.Relation:
             self._relation(message)  # type: ignore[arg-type]
             return None
@@ -202,12 +247,13 @@ class PostgresStream:
             log.warning("skipping a change of %s that cannot be converted: %s", where, error)
         return
 
-    def _begin(self, begin: pgoutput.Begin) -> Event | None:
+    def _begin(self, begin: pgoutput.Begin, lsn: int) -> Event | None:
         self._tx = begin
         self._skipping = begin.final_lsn < self._resume_lsn
         if self._skipping:
             return None
         ts_us = pgoutput.to_unix_us(begin.commit_time_us)
+        self._last_ts_us = ts_us
         self._tx_base = {
             **self._source.base,
             "ts_ms": ts_us // 1000,
@@ -217,21 +263,24 @@ class PostgresStream:
             "ts_ns": ts_us * 1000,
             "txId": begin.xid,
             "xmin": None,
+            "origin": None,
+            "origin_lsn": None,
         }
-        return TxBegin(self._tx_id(begin), self._tx_base)
+        return TxBegin(transaction_id(begin.xid, lsn), self._tx_base)
 
-    def _tx_id(self, begin: pgoutput.Begin) -> str:
-        return f"{begin.xid}:{begin.final_lsn}"
+    def _tx_id(self, lsn: int) -> str | None:
+        """The transaction id of an event at ``lsn`` in the open transaction, if any."""
+        return transaction_id(self._tx.xid, lsn) if self._tx is not None else None
 
-    def _commit(self, commit: pgoutput.Commit) -> Event | None:
+    def _commit(self, commit: pgoutput.Commit, lsn: int) -> Event | None:
         begin, self._tx = self._tx, None
         skipped, self._skipping = self._skipping, False
         self._last_commit_lsn = commit.end_lsn
         if skipped or begin is None:
             return None
         ts_us = pgoutput.to_unix_us(commit.commit_time_us)
-        offset = lsn_offset(lsn=commit.end_lsn, tx_id=begin.xid, ts_us=ts_us)
-        return TxCommit(self._tx_id(begin), offset, self._tx_base)
+        offset = self._with_xmin(lsn_offset(lsn=commit.end_lsn, tx_id=begin.xid, ts_us=ts_us))
+        return TxCommit(transaction_id(begin.xid, lsn), offset, self._tx_base)
 
     def _relation(self, relation: pgoutput.Relation) -> None:
         table = TableId(relation.namespace, relation.name)
@@ -251,6 +300,7 @@ class PostgresStream:
             "schema": table.schema,
             "table": table.table,
             "lsn": lsn,
+            **({"xmin": self._xmin()} if self._xmin is not None else {}),
         }
 
     def _row(
@@ -261,7 +311,7 @@ class PostgresStream:
             return None
         schema = decoded.schema
         source = self._source_for(schema.id, lsn)
-        tx_id = self._tx_id(self._tx) if self._tx is not None else None
+        tx_id = self._tx_id(lsn)
         if type(message) is pgoutput.Insert:
             return RowChange(
                 schema, Op.CREATE, None, self._values(decoded, message.new), source, tx_id
@@ -270,6 +320,8 @@ class PostgresStream:
             old = message.old
             before = self._values(decoded, old) if old is not None else None
             after = self._values(decoded, message.new, old if message.old_kind == "O" else None)
+            if self._skip_unchanged and before is not None and self._same(decoded, before, after):
+                return None
             return RowChange(schema, Op.UPDATE, before, after, source, tx_id)
         assert isinstance(message, pgoutput.Delete)
         return RowChange(schema, Op.DELETE, self._values(decoded, message.old), None, source, tx_id)
@@ -293,11 +345,34 @@ class PostgresStream:
             if value is UNCHANGED and old is not None and old[position] is not UNCHANGED:
                 value = old[position]  # REPLICA IDENTITY FULL carries the old value: back-fill
             if value is UNCHANGED:
-                binary = decoded.binary[index]
-                out.append(self._binary_placeholder if binary else self._placeholder)
+                out.append(self._unavailable(decoded, index))
             else:
                 out.append(convert(value))  # type: ignore[arg-type]
         return tuple(out)
+
+    def _unavailable(self, decoded: DecodedTable, index: int) -> Any:
+        """The unavailable-value placeholder of a column, through its column mapper if any."""
+        placeholder = self._binary_placeholder if decoded.binary[index] else self._placeholder
+        value_map = decoded.value_maps[index] if decoded.value_maps else None
+        return placeholder if value_map is None else value_map(placeholder)
+
+    def _same(self, decoded: DecodedTable, before: tuple[Any, ...], after: tuple[Any, ...]) -> bool:
+        """``skip.messages.without.change``: no value column differs between the two images.
+
+        Only a REPLICA IDENTITY FULL table sends full old images; with a key-only or missing
+        old image the update always goes out, as in Debezium.
+        """
+        table = decoded.schema.id
+        return all(
+            b == a
+            for column, b, a in zip(decoded.schema.columns, before, after, strict=True)
+            if self._filters.keeps_column(table, column.name)
+        )
+
+    def _with_xmin(self, offset: Offset) -> Offset:
+        """The offset with the slot's ``xmin`` when ``xmin.fetch.interval.ms`` tracks it."""
+        xmin = self._xmin() if self._xmin is not None else None
+        return offset if xmin is None else Offset({**offset.values, "xmin": xmin})
 
     def _truncate(self, message: pgoutput.Truncate, lsn: int) -> Event | None:
         tables = tuple(
@@ -308,22 +383,17 @@ class PostgresStream:
         if not tables:
             return None
         source = self._source_for(tables[0].id, lsn)
-        tx_id = self._tx_id(self._tx) if self._tx is not None else None
-        return Truncate(tables, source, tx_id)
+        return Truncate(tables, source, self._tx_id(lsn))
 
     def _message(self, message: pgoutput.Message, lsn: int) -> Event:
         if message.transactional and self._tx is not None:
-            source = {
-                **self._tx_base,
-                "sequence": f'[null,"{lsn}"]',
-                "schema": "",
-                "table": "",
-                "lsn": lsn,
-            }
-        else:
-            now_us = time.time_ns() // 1000
-            source = self._source.build(
-                ts_us=now_us, table=None, tx_id=None, lsn=lsn, last_commit_lsn=self._last_commit_lsn
-            )
-        tx_id = self._tx_id(self._tx) if self._tx is not None else None
-        return LogMessage(message.prefix, message.content, message.transactional, source, tx_id)
+            source = {**self._source_for(TableId("", ""), lsn), "schema": "", "table": ""}
+            return LogMessage(message.prefix, message.content, True, source, self._tx_id(lsn))
+        # A message outside a transaction is its own commit (Debezium confirms its LSN as
+        # one) and has no commit time: the source keeps the last transaction's.
+        self._last_commit_lsn = lsn
+        ts_us = self._last_ts_us if self._last_ts_us is not None else time.time_ns() // 1000
+        source = self._source.build(
+            ts_us=ts_us, table=None, tx_id=None, lsn=lsn, last_commit_lsn=lsn
+        )
+        return LogMessage(message.prefix, message.content, False, source, None)

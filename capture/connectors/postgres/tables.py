@@ -11,19 +11,29 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 
 from cdcflow.capture.connectors.postgres import types
+from cdcflow.capture.errors import FatalError
 from cdcflow.capture.filters import Filters
+from cdcflow.capture.mapping import ValueMap
+from cdcflow.capture.names import NameConflictError
 from cdcflow.capture.spi import Column, Converter, TableId, TableSchema
+
+if TYPE_CHECKING:
+    from cdcflow.capture.connectors.postgres.columns import ColumnMapping
+    from cdcflow.capture.connectors.postgres.metadata import Origin
 
 log = logging.getLogger(__name__)
 
 COLUMNS_SQL = """
-SELECT a.attname, a.atttypid, a.atttypmod, a.attnotnull
+SELECT a.attname, a.atttypid, a.atttypmod, a.attnotnull,
+       coalesce(pg_get_expr(d.adbin, d.adrelid) LIKE 'nextval(%%', false)
 FROM pg_attribute a
+LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
 WHERE a.attrelid = %s AND a.attnum > 0 AND NOT a.attisdropped
 ORDER BY a.attnum
 """
@@ -58,6 +68,8 @@ class ColumnSpec:
     type_oid: int
     typmod: int
     not_null: bool
+    #: ``NOT NULL DEFAULT nextval(…)`` (serial columns): Debezium gives these a default of 0.
+    sequence_default: bool = False
 
 
 @dataclass(frozen=True)
@@ -69,6 +81,16 @@ class DecodedTable:
     converters: tuple[Converter, ...]
     binary: tuple[bool, ...]
     identity: str
+    #: The columns' SQL names, when events name them otherwise (field.name.adjustment.mode).
+    source_names: tuple[str, ...] = ()
+    #: Per column, the column mapper's value map, for values no converter produced
+    #: (the unavailable-value placeholder); None where no mapper applies.
+    value_maps: tuple[ValueMap | None, ...] = ()
+
+    @property
+    def sql_names(self) -> tuple[str, ...]:
+        """The columns' names as SQL knows them, in schema order."""
+        return self.source_names or tuple(column.name for column in self.schema.columns)
 
 
 class TableCatalog:
@@ -80,10 +102,12 @@ class TableCatalog:
         *,
         options: types.TypeOptions,
         filters: Filters,
+        mapping: ColumnMapping | None = None,
     ) -> None:
         self._conn = connection
         self._options = options
         self._filters = filters
+        self._mapping = mapping
         self._registry = self._load_registry()
 
     def _load_registry(self) -> types.TypeRegistry:
@@ -109,8 +133,8 @@ class TableCatalog:
         relid, identity = found
         rows = self._conn.execute(COLUMNS_SQL, (relid,)).fetchall()
         columns = [
-            ColumnSpec(str(name), int(str(oid)), int(str(mod)), bool(nn))
-            for name, oid, mod, nn in rows
+            ColumnSpec(str(name), int(str(oid)), int(str(mod)), bool(nn), bool(nn and serial))
+            for name, oid, mod, nn, serial in rows
         ]
         return self._build(table, relid=relid, columns=columns, identity=identity)
 
@@ -118,17 +142,26 @@ class TableCatalog:
         self, table: TableId, *, relid: int, columns: Sequence[ColumnSpec], identity: str
     ) -> DecodedTable:
         """The schema announced by a Relation message, completed from the catalog."""
-        not_null = {
-            str(name): bool(nn)
-            for name, _oid, _mod, nn in self._conn.execute(COLUMNS_SQL, (relid,)).fetchall()
+        catalog = {
+            str(name): (bool(nn), bool(nn and serial))
+            for name, _oid, _mod, nn, serial in self._conn.execute(COLUMNS_SQL, (relid,)).fetchall()
         }
         completed = [
-            ColumnSpec(c.name, c.type_oid, c.typmod, not_null.get(c.name, False)) for c in columns
+            ColumnSpec(c.name, c.type_oid, c.typmod, *catalog.get(c.name, (False, False)))
+            for c in columns
         ]
-        return self._build(table, relid=relid, columns=completed, identity=identity)
+        return self._build(
+            table, relid=relid, columns=completed, identity=identity, origin="stream"
+        )
 
     def _build(
-        self, table: TableId, *, relid: int, columns: Sequence[ColumnSpec], identity: str
+        self,
+        table: TableId,
+        *,
+        relid: int,
+        columns: Sequence[ColumnSpec],
+        identity: str,
+        origin: Origin = "snapshot",
     ) -> DecodedTable:
         kept: list[Column] = []
         positions: list[int] = []
@@ -144,13 +177,20 @@ class TableCatalog:
             log.warning("key column(s) %s of %s are not captured; using no key", missing, table)
             key = ()
         schema = TableSchema(table, tuple(kept), tuple(key))
-        return DecodedTable(
+        decoded = DecodedTable(
             schema=schema,
             positions=tuple(positions),
             converters=tuple(column.convert for column in kept),
             binary=tuple(column.schema.get("type") == "bytes" for column in kept),
             identity=identity,
         )
+        if self._mapping is None:
+            return decoded
+        specs = [columns[position] for position in positions]
+        try:
+            return self._mapping.apply(decoded, specs=specs, registry=self._registry, origin=origin)
+        except NameConflictError as error:
+            raise FatalError(str(error)) from None
 
     def _column(self, table: TableId, spec: ColumnSpec) -> Column | None:
         column = types.column_for(
@@ -171,6 +211,8 @@ class TableCatalog:
                 registry=self._registry,
                 options=self._options,
             )
+        if column is not None and spec.sequence_default:
+            column = _defaulting_to_zero(column)
         if column is None:
             log.warning(
                 "column %s.%s has a type cdcflow does not map (oid %s); it is left out of events. "
@@ -190,3 +232,18 @@ class TableCatalog:
         if not rows and identity == "i":
             rows = self._conn.execute(IDENTITY_INDEX_SQL, (relid,)).fetchall()
         return tuple(str(row[0]) for row in rows)
+
+
+def _defaulting_to_zero(column: Column) -> Column:
+    """A serial column as Debezium describes it: schema ``default`` 0, and 0 where the event
+    carries no value (a key-only ``before`` image), which is what Kafka Connect's
+    JsonConverter writes for a null in a field with a default."""
+    if column.schema.get("type") not in ("int16", "int32", "int64"):
+        return column
+    convert = column.convert
+
+    def or_zero(text: Any) -> Any:
+        value = convert(text)
+        return 0 if value is None else value
+
+    return replace(column, schema={**column.schema, "default": 0}, convert=or_zero)

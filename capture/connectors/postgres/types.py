@@ -50,6 +50,7 @@ from decimal import ROUND_DOWN, Decimal
 from functools import partial
 from typing import Any, Final, Literal
 
+from cdcflow.capture.java_order import hashmap_order
 from cdcflow.capture.spi import Column, ConnectSchema, Converter
 
 # --------------------------------------------------------------------------------------------
@@ -150,19 +151,16 @@ class TypeRegistry:
     def resolve(self, oid: int, typmod: int = -1) -> tuple[PgType, int] | None:
         """The non-domain type under ``oid`` and the typmod that applies to it.
 
-        A domain declared directly over a base type lends the column its length/scale
-        (``CREATE DOMAIN money2 AS numeric(10,2)``); a domain over another domain does not,
-        which is what Debezium documents (pgjdbc's column metadata loses it).
+        A domain lends the column its length/scale (``CREATE DOMAIN money2 AS
+        numeric(10,2)``), also through a domain over it: the nearest declared typmod on the
+        way down applies, as Debezium 3.x resolves it.
         """
         found = self._by_oid.get(oid)
-        if found is None or not found.is_domain:
-            return None if found is None else (found, typmod)
-        base = self._by_oid.get(found.base_oid)
-        if base is not None and typmod == -1 and not base.is_domain:
-            typmod = found.typmod
-        while base is not None and base.is_domain:
-            base = self._by_oid.get(base.base_oid)
-        return None if base is None else (base, typmod)
+        while found is not None and found.is_domain:
+            if typmod == -1:
+                typmod = found.typmod
+            found = self._by_oid.get(found.base_oid)
+        return None if found is None else (found, typmod)
 
     def element(self, array: PgType) -> PgType | None:
         """The element type of an array type."""
@@ -213,6 +211,7 @@ class TypeOptions:
     interval_handling_mode: IntervalMode = "numeric"
     binary_handling_mode: BinaryMode = "bytes"
     include_unknown_datatypes: bool = False
+    money_fraction_digits: int = 2
 
     def __post_init__(self) -> None:
         for option, allowed in _CHOICES.items():
@@ -454,8 +453,16 @@ def _money_unscaled(text: str) -> int:
     return -unscaled if negative else unscaled
 
 
-def _money_precise(text: str | None) -> str | None:
-    return None if text is None else _unscaled_bytes(_money_unscaled(text))
+def _money_precise(scale: int, text: str | None) -> str | None:
+    """A Decimal of ``money.fraction.digits``, rounded half up as ``BigDecimal.setScale``."""
+    if text is None:
+        return None
+    unscaled = _money_unscaled(text)
+    if scale >= _MONEY_SCALE:
+        return _unscaled_bytes(unscaled * 10 ** (scale - _MONEY_SCALE))
+    quotient, remainder = divmod(abs(unscaled), 10 ** (_MONEY_SCALE - scale))
+    rounded = quotient + (2 * remainder >= 10 ** (_MONEY_SCALE - scale))
+    return _unscaled_bytes(-rounded if unscaled < 0 else rounded)
 
 
 def _money_double(text: str | None) -> float | None:
@@ -478,7 +485,7 @@ def _numeric_spec(typmod: int, options: TypeOptions) -> _Spec:
     declared = _numeric_typmod(typmod)
     mode = options.decimal_handling_mode
     if mode == "double":
-        return _Spec("float64", _to_float)
+        return _Spec("double", _to_float)
     if mode == "string":
         return _Spec("string", partial(_decimal_string, declared[1] if declared else None))
     if declared is None:  # numeric without (p, s): Debezium's VariableScaleDecimal
@@ -506,10 +513,11 @@ def _decimal_spec(convert: Converter, scale: int, precision: int | None) -> _Spe
 def _money_spec(options: TypeOptions) -> _Spec:
     mode = options.decimal_handling_mode
     if mode == "double":
-        return _Spec("float64", _money_double)
+        return _Spec("double", _money_double)
     if mode == "string":
         return _Spec("string", _money_string)
-    return _decimal_spec(_money_precise, _MONEY_SCALE, None)
+    digits = options.money_fraction_digits
+    return _decimal_spec(partial(_money_precise, digits), digits, None)
 
 
 # --------------------------------------------------------------------------------------------
@@ -519,9 +527,12 @@ def _money_spec(options: TypeOptions) -> _Spec:
 _MICROS_PER_SECOND: Final = 1_000_000
 _MICROS_PER_DAY: Final = 86_400_000_000
 
-#: TIMESTAMP 'infinity' / '-infinity' as pgjdbc's DATE_POSITIVE/NEGATIVE_INFINITY instants.
-_POSITIVE_INFINITY_MICROS: Final = 9_223_372_036_825_200_000
-_NEGATIVE_INFINITY_MICROS: Final = -9_223_372_036_832_400_000
+#: TIMESTAMP 'infinity' / '-infinity' as Debezium 3.x writes them: pgjdbc's
+#: DATE_POSITIVE/NEGATIVE_INFINITY constants, unscaled, whatever the unit; a microsecond
+#: timestamp's '-infinity' is Long.MIN_VALUE (checked against the real connector).
+_POSITIVE_INFINITY: Final = 9_223_372_036_825_200_000
+_NEGATIVE_INFINITY_MILLIS: Final = -9_223_372_036_832_400_000
+_NEGATIVE_INFINITY_MICROS: Final = -(2**63)
 
 
 def _days_from_civil(year: int, month: int, day: int) -> int:
@@ -615,7 +626,7 @@ def _timestamp_micros(text: str | None) -> int | None:
     if text is None:
         return None
     if text == "infinity":
-        return _POSITIVE_INFINITY_MICROS
+        return _POSITIVE_INFINITY
     if text == "-infinity":
         return _NEGATIVE_INFINITY_MICROS
     if len(text) >= 19 and text[4] == "-" and text[-1] != "C":  # the common fixed layout
@@ -629,6 +640,10 @@ def _timestamp_micros(text: str | None) -> int | None:
 
 def _timestamp_millis(text: str | None) -> int | None:
     """Milliseconds since the epoch, floored like ``Instant.toEpochMilli``."""
+    if text == "infinity":
+        return _POSITIVE_INFINITY
+    if text == "-infinity":
+        return _NEGATIVE_INFINITY_MILLIS
     micros = _timestamp_micros(text)
     return None if micros is None else micros // 1000
 
@@ -645,21 +660,30 @@ def _java_year(year: int) -> str:
     return f"-{-year:04d}" if year < 0 else f"{year:04d}"
 
 
-def _zoned_timestamp(text: str | None) -> str | None:
-    """ISO-8601 in UTC, e.g. ``2018-06-20T15:13:16.945104Z``; infinities stay words."""
+def _zoned_timestamp(precision: int, text: str | None) -> str | None:
+    """ISO-8601 in UTC with the fraction padded to the column's precision, as Debezium 3.x
+    writes it (``2018-06-20T15:13:16.900Z`` for ``timestamptz(3)``); infinities stay words."""
     if text is None or text == "infinity" or text == "-infinity":
         return text
     found = _match(_TIMESTAMPTZ_RE, text, "timestamptz")
     y, mo, d, h, mi, s, frac, sign, oh, om, os_, bc = found.groups()
     if len(y) == 4 and not bc and oh == "00" and not om and not os_:
-        fraction = frac.rstrip("0") if frac else ""
-        return f"{y}-{mo}-{d}T{h}:{mi}:{s}{'.' + fraction if fraction else ''}Z"
+        return f"{y}-{mo}-{d}T{h}:{mi}:{s}{_padded_fraction(frac or '', precision)}Z"
     days = _days_from_civil(_year(y, bc), int(mo), int(d))
     micros = days * _MICROS_PER_DAY + _micros_of_day(h, mi, s, frac)
     micros -= _offset_seconds(sign, oh, om, os_) * _MICROS_PER_SECOND
     days, micros = divmod(micros, _MICROS_PER_DAY)
     year, month, day = _civil_from_days(days)
-    return f"{_java_year(year)}-{month:02d}-{day:02d}T{_clock(micros)}Z"
+    seconds, fraction = divmod(micros, _MICROS_PER_SECOND)
+    minutes, second = divmod(seconds, 60)
+    hour, minute = divmod(minutes, 60)
+    clock = f"{hour:02d}:{minute:02d}:{second:02d}{_padded_fraction(f'{fraction:06d}', precision)}"
+    return f"{_java_year(year)}-{month:02d}-{day:02d}T{clock}Z"
+
+
+def _padded_fraction(digits: str, precision: int) -> str:
+    """``.`` and ``digits`` padded (or cut) to ``precision`` places; nothing at precision 0."""
+    return "." + digits.ljust(precision, "0")[:precision] if precision else ""
 
 
 def _clock(micros: int) -> str:
@@ -802,8 +826,8 @@ def _point_spec() -> _Spec:
         version=1,
         doc="Geometry (POINT)",
         fields=(
-            _field("x", "float64", False),
-            _field("y", "float64", False),
+            _field("x", "double", False),
+            _field("y", "double", False),
             _field("wkb", "bytes", True),
             _field("srid", "int32", True),
         ),
@@ -849,52 +873,6 @@ def _parse_hstore(text: str) -> list[tuple[str, str | None]]:
     return pairs
 
 
-def _java_string_hash(text: str) -> int:
-    """``String.hashCode()`` over UTF-16 code units, as an unsigned 32-bit value."""
-    units = text.encode("utf-16-le")
-    h = 0
-    for i in range(0, len(units), 2):
-        h = (31 * h + units[i] + (units[i + 1] << 8)) & 0xFFFFFFFF
-    return h
-
-
-def _java_hashmap_order(keys: Sequence[str]) -> list[int]:
-    """Indexes of ``keys`` in the order a Java ``HashMap`` filled in that order iterates them.
-
-    Buckets are ``(h ^ h >>> 16) & (capacity - 1)``; the table starts at 16, doubles past a
-    0.75 load and also when a bucket outgrows 8 entries below capacity 64. Resizing keeps the
-    insertion order inside a bucket. (Tree bins, 9+ colliding keys at capacity 64+, are not
-    modelled.)
-    """
-    spread = [h ^ (h >> 16) for h in map(_java_string_hash, keys)]
-    capacity = 16
-    buckets: dict[int, int] = {}
-    for size, hashed in enumerate(spread, start=1):
-        if capacity < _JAVA_MIN_TREEIFY_CAPACITY:
-            index = hashed & (capacity - 1)
-            already = buckets.get(index, 0)
-            buckets[index] = already + 1
-            if already >= _JAVA_TREEIFY_THRESHOLD:
-                capacity *= 2
-                buckets = _bucket_sizes(spread[:size], capacity)
-        if size > capacity * 3 // 4:
-            capacity *= 2
-            buckets = _bucket_sizes(spread[:size], capacity)
-    return sorted(range(len(keys)), key=lambda i: (spread[i] & (capacity - 1), i))
-
-
-_JAVA_TREEIFY_THRESHOLD: Final = 8
-_JAVA_MIN_TREEIFY_CAPACITY: Final = 64
-
-
-def _bucket_sizes(spread: Sequence[int], capacity: int) -> dict[int, int]:
-    sizes: dict[int, int] = {}
-    for hashed in spread:
-        index = hashed & (capacity - 1)
-        sizes[index] = sizes.get(index, 0) + 1
-    return sizes
-
-
 _JSON_ESCAPES: Final[dict[int, str]] = {
     **{c: f"\\u{c:04X}" for c in range(32)},
     ord("\b"): "\\b",
@@ -916,7 +894,7 @@ def _hstore_pairs_in_java_order(text: str) -> list[tuple[str, str | None]]:
     pairs = _parse_hstore(text)
     if len(pairs) < 2:
         return pairs
-    return [pairs[i] for i in _java_hashmap_order([key for key, _ in pairs])]
+    return [pairs[i] for i in hashmap_order([key for key, _ in pairs])]
 
 
 def _hstore_json(text: str | None) -> str | None:
@@ -1013,6 +991,7 @@ class _Oid:
     TEXT = 25
     OID = 26
     JSON = 114
+    TSVECTOR = 3614
     XML = 142
     POINT = 600
     CIDR = 650
@@ -1049,8 +1028,8 @@ _PLAIN: Final[dict[int, tuple[str, Converter]]] = {
     _Oid.INT4: ("int32", _to_int),
     _Oid.INT8: ("int64", _to_int),
     _Oid.OID: ("int64", _to_int),
-    _Oid.FLOAT4: ("float32", _to_float),
-    _Oid.FLOAT8: ("float64", _to_float),
+    _Oid.FLOAT4: ("float", _to_float),
+    _Oid.FLOAT8: ("double", _to_float),
     **dict.fromkeys(
         (
             _Oid.CHAR,
@@ -1078,11 +1057,10 @@ _SEMANTIC_STRINGS: Final[dict[int, str]] = {
     _Oid.JSONB: "io.debezium.data.Json",
     _Oid.XML: "io.debezium.data.Xml",
     _Oid.UUID: "io.debezium.data.Uuid",
-    _Oid.TIMESTAMPTZ: "io.debezium.time.ZonedTimestamp",
     _Oid.TIMETZ: "io.debezium.time.ZonedTime",
+    _Oid.TSVECTOR: "io.debezium.data.Tsvector",
 }
 _SEMANTIC_CONVERTERS: Final[dict[int, Converter]] = {
-    _Oid.TIMESTAMPTZ: _zoned_timestamp,
     _Oid.TIMETZ: _zoned_time,
 }
 
@@ -1191,6 +1169,11 @@ _BUILDERS: Final[dict[int, Callable[[int, TypeOptions], _Spec]]] = {
     _Oid.TIMESTAMP: _timestamp_spec,
     _Oid.INTERVAL: lambda typmod, options: _interval_spec(options),
     _Oid.POINT: lambda typmod, options: _point_spec(),
+    _Oid.TIMESTAMPTZ: lambda typmod, options: _named(
+        "string",
+        "io.debezium.time.ZonedTimestamp",
+        partial(_zoned_timestamp, _time_precision(typmod)),
+    ),
 }
 
 

@@ -1,0 +1,130 @@
+"""Fixture plugin: one real Kafka Connect worker per test session, with Debezium's connectors.
+
+The worker (standalone mode, JSON with schemas) runs the real Debezium PostgreSQL connector as
+the oracle cdcflow's events are compared with, and a real consumer of change topics: Kafka
+Connect's ``FileStreamSink`` behind Debezium's ``ExtractNewRecordState``.
+Connectors are added per test through the REST API and removed at the end of the test.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from cdcflow.operator.devservices import kafka_connect
+from cdcflow.operator.devservices.kafka import KafkaBroker
+from cdcflow.operator.devservices.kafka_connect import ConnectWorker
+from cdcflow.operator.devservices.postgres import PostgresServer
+
+
+@pytest.fixture(scope="session")
+def kafka_connect_worker(kafka_broker: KafkaBroker) -> Iterator[ConnectWorker]:
+    """A running standalone Kafka Connect 4.x worker with the Debezium plugins installed."""
+    with kafka_connect.running_connect(kafka_broker.bootstrap_servers) as worker:
+        yield worker
+
+
+@dataclass
+class ConnectHarness:
+    """Starts real connectors on the session's worker and removes them again."""
+
+    worker: ConnectWorker
+    postgres: PostgresServer
+    workdir: Path
+    started: list[str] = field(default_factory=list)
+    slots: list[str] = field(default_factory=list)
+
+    def start(self, name: str, config: Mapping[str, str], *, timeout: float = 120) -> None:
+        """Create connector ``name`` and wait until it and its task run."""
+        self.worker.rest.put_connector(name, config)
+        self.started.append(name)
+        self.worker.rest.wait_running(name, timeout=timeout)
+
+    def debezium_postgres(self, name: str, *, tables: list[str], **config: str) -> None:
+        """The real Debezium PostgreSQL connector on ``tables`` (schema public), prefix ``name``.
+
+        It logs in as the superuser, with a slot and a filtered publication named after it,
+        exactly as the cdcflow side of a comparison is configured.
+        """
+        self.slots.append(name)
+        self.start(
+            name,
+            {
+                "connector.class": kafka_connect.POSTGRES_CONNECTOR,
+                "tasks.max": "1",
+                "database.hostname": self.postgres.host,
+                "database.port": str(self.postgres.port),
+                "database.user": self.postgres.superuser,
+                "database.password": self.postgres.superuser_password,
+                "database.dbname": self.postgres.database,
+                "topic.prefix": name,
+                "plugin.name": "pgoutput",
+                "slot.name": name,
+                "publication.name": name,
+                "publication.autocreate.mode": "filtered",
+                "table.include.list": ",".join(f"public\\.{table}" for table in tables),
+                **config,
+            },
+        )
+
+    def unwrapped_file_sink(self, name: str, *, topics_regex: str) -> Path:
+        """``FileStreamSink`` behind ``ExtractNewRecordState``: one line per record it received.
+
+        Every record passes Kafka Connect's ``JsonConverter`` (schemas on) and Debezium's
+        transform; a record either rejects fails the task, which :meth:`state` reports.
+        """
+        path = self.workdir / f"{name}.txt"
+        self.start(
+            name,
+            {
+                "connector.class": kafka_connect.FILE_SINK_CONNECTOR,
+                "tasks.max": "1",
+                "file": str(path),
+                "topics.regex": topics_regex,
+                "transforms": "unwrap",
+                "transforms.unwrap.type": "io.debezium.transforms.ExtractNewRecordState",
+                "transforms.unwrap.delete.tombstone.handling.mode": "rewrite",
+                "transforms.unwrap.add.fields": "op,table",
+            },
+        )
+        return path
+
+    def raise_if_failed(self, name: str) -> None:
+        """Raise with the task's trace if connector ``name`` or its task failed."""
+        kafka_connect.failed_trace(self.worker.rest.status(name), name=name)
+
+    def cleanup(self) -> None:
+        for name in self.started:
+            self.worker.rest.delete_connector(name)
+        with psycopg.connect(self.postgres.dsn(), autocommit=True) as conn:
+            for slot in self.slots:
+                _drop_slot_when_released(conn, slot)
+                conn.execute(f"DROP PUBLICATION IF EXISTS {slot}")  # type: ignore[call-overload]
+
+
+def _drop_slot_when_released(conn: psycopg.Connection[tuple[object, ...]], slot: str) -> None:
+    """Drop a slot once its walsender let go of it (a deleted task stops asynchronously)."""
+    for _ in range(100):
+        with contextlib.suppress(psycopg.errors.ObjectInUse):
+            conn.execute(
+                "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
+                "WHERE slot_name = %s",
+                (slot,),
+            )
+            return
+        conn.execute("SELECT pg_sleep(0.1)")
+
+
+@pytest.fixture
+def connect(
+    kafka_connect_worker: ConnectWorker, postgres_server: PostgresServer, tmp_path: Path
+) -> Iterator[ConnectHarness]:
+    """A harness for real connectors that removes what it started when the test ends."""
+    harness = ConnectHarness(kafka_connect_worker, postgres_server, tmp_path)
+    yield harness
+    harness.cleanup()
