@@ -304,3 +304,69 @@ def test_stock_connect_consumers_read_every_record_as_they_read_debeziums(run: R
         )
 
     assert pick(ours, cdc_prefix) == pick(theirs, dbz_prefix)
+
+
+#: Properties of the real connector's ConfigDef that cdcflow takes from the resource instead.
+FROM_THE_RESOURCE = {
+    "database.hostname", "database.port", "database.user", "database.password",
+    "database.dbname", "database.sslpassword",
+}  # fmt: skip
+#: Kafka Connect's own connector settings: cdcflow is not a Connect plugin.
+CONNECT_FRAMEWORK = {
+    "name", "connector.class", "connector.plugin.version", "tasks.max", "tasks.max.enforce",
+    "key.converter", "key.converter.plugin.version", "value.converter",
+    "value.converter.plugin.version", "header.converter", "header.converter.plugin.version",
+    "transforms", "predicates", "config.action.reload", "errors.retry.timeout",
+    "errors.retry.delay.max.ms", "errors.tolerance", "errors.log.enable",
+    "errors.log.include.messages", "topic.creation.groups", "exactly.once.support",
+    "transaction.boundary", "transaction.boundary.interval.ms", "offsets.storage.topic",
+    "converters", "post.processors", "transaction.metadata.factory", "sourceinfo.struct.maker",
+    "memory.management.schemas.class", "memory.management.tables.class",
+}  # fmt: skip
+#: ConfigDef entries that are name patterns; cdcflow accepts the names they describe.
+PATTERNS = {
+    "column.mask.hash.([^.]+).with.salt.(.+)", "column.mask.with.(d+).chars",
+    "column.truncate.to.(d+).chars",
+}  # fmt: skip
+#: Not handled yet: the visible gap. Closing one means taking it off this list.
+NOT_YET = {
+    "database.query.timeout.ms", "topic.naming.strategy", "event.converting.failure.handling.mode",
+    "include.schema.comments", "lsn.flush.mode", "flush.lsn.source", "notification.http.url",
+    "notification.http.timeout.ms", "notification.http.retries",
+    "notification.http.allow.private.networks",
+    "snapshot.mode.configuration.based.snapshot.data",
+    "snapshot.mode.configuration.based.snapshot.schema",
+    "snapshot.mode.configuration.based.start.stream",
+    "snapshot.mode.configuration.based.snapshot.on.schema.error",
+    "snapshot.mode.configuration.based.snapshot.on.data.error", "snapshot.max.threads.multiplier",
+    "legacy.snapshot.max.threads", "internal.legacy.snapshot.max.threads", "streaming.delay.ms",
+    "internal.snapshot.scan.all.columns.force", "snapshot.tables.order.by.row.count",
+    "snapshot.isolation.mode", "internal.log.position.check.enable",
+    "internal.advanced.metrics.enable", "connection.validation.timeout.ms",
+    "executor.shutdown.timeout.ms", "openlineage.integration.enabled",
+    "openlineage.integration.config.file.path", "openlineage.integration.job.namespace",
+    "openlineage.integration.job.description", "openlineage.integration.job.tags",
+    "openlineage.integration.job.owners", "openlineage.integration.dataset.kafka.bootstrap.servers",
+    "guardrail.collections.max", "guardrail.collections.limit.action", "custom.sanitize.pattern",
+    "signal.emit.failure.max.retries", "signal.emit.failure.backoff.ms",
+    "statistics.metrics.enabled", "internal.offset.activity.monitor.interval.ms",
+    "internal.signal.synchronous.batch.size", "internal.signal.processor.semaphore.wait.ms",
+    "signal.poll.interval.ms", "table.ignore.builtin", "database.include.list",
+    "database.exclude.list", "replica.identity.autoset.values", "slot.failover",
+    "lsn.flush.timeout.ms", "lsn.flush.timeout.action",
+}  # fmt: skip
+
+
+def test_every_property_of_debeziums_configdef_is_handled_or_listed(
+    kafka_connect_worker: ConnectWorker,
+) -> None:
+    """The real connector's ConfigDef against ours: supported, refused with a reason, or in
+    one of the lists above. A new Debezium property, or one cdcflow starts to handle, fails."""
+    from cdcflow.capture import config
+    from cdcflow.operator.devservices.kafka_connect import POSTGRES_CONNECTOR
+
+    names = {e["name"] for e in kafka_connect_worker.rest.plugin_config(POSTGRES_CONNECTOR)}
+    handled = set(config.known_properties()) | {
+        name for name in names if config.unsupported_reason(name) is not None
+    }
+    assert names - handled - FROM_THE_RESOURCE - CONNECT_FRAMEWORK - PATTERNS == NOT_YET

@@ -12,13 +12,13 @@ A :class:`~cdcflow.capture.spi.Column` built here carries the column's Connect s
 bytes become base64 strings, decimals the base64 of their unscaled big-endian two's-complement
 integer, dates days since the epoch, and so on.
 
-The baseline is Debezium 1.7 (see the seed inventory, section 5). Choices where Debezium's
-behaviour is a quirk, a bug or version-dependent are documented where they are made; the main
-ones:
+The target is Debezium 3.x, checked against the real connector by
+``tests/integration/test_debezium_parity.py``. Choices where Debezium's behaviour is a quirk, a
+bug or version-dependent are documented where they are made (and in docs/postgresql.md); the
+main ones:
 
-* ``ZonedTimestamp``/``ZonedTime`` use 1.7's ``ISO_OFFSET_DATE_TIME`` form: UTC, ``Z``, and the
-  fraction with trailing zeros trimmed (``2018-06-20T15:13:16.9451Z``). Debezium 2.x pads the
-  fraction to the column precision instead.
+* ``ZonedTimestamp`` is UTC with ``Z`` and the fraction padded to the column precision
+  (``2018-06-20T15:13:16.900Z`` for ``timestamptz(3)``), as Debezium 3.x writes it.
 * ``float4``/``float8`` NaN and infinities (and NaN in ``decimal.handling.mode=double``) become the
   strings ``"NaN"``, ``"Infinity"`` and ``"-Infinity"``: that is what ``JsonConverter`` (Jackson
   with ``QUOTE_NON_NUMERIC_NUMBERS``) writes, and a plain float NaN would not survive JSON.
