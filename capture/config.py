@@ -29,6 +29,7 @@ from pydantic import (
 
 from cdcflow.capture.mapping import ColumnRule, parse_rule, propagation_rules
 from cdcflow.capture.names import AdjustmentMode
+from cdcflow.capture.notify_http import check_url
 
 log = logging.getLogger(__name__)
 
@@ -242,6 +243,12 @@ class ConnectorProperties(BaseModel):
     )
     custom_metric_tags: dict[str, str] = Field(default_factory=dict, alias="custom.metric.tags")
     xmin_fetch_interval_ms: int = Field(0, alias="xmin.fetch.interval.ms", ge=0)
+    notification_http_url: str = Field("", alias="notification.http.url")
+    notification_http_timeout_ms: int = Field(5000, alias="notification.http.timeout.ms", gt=0)
+    notification_http_retries: int = Field(2, alias="notification.http.retries", ge=0)
+    notification_http_allow_private_networks: bool = Field(
+        False, alias="notification.http.allow.private.networks"
+    )
     statement_overrides: dict[str, str] = Field(default_factory=dict, exclude=True)
     column_rules: tuple[ColumnRule, ...] = Field((), exclude=True)
 
@@ -300,6 +307,17 @@ class ConnectorProperties(BaseModel):
                 "format, leave it out"
             )
         return value
+
+    @model_validator(mode="after")
+    def _http_channel_has_a_url(self) -> ConnectorProperties:
+        if "http" in self.notification_enabled_channels:
+            if not self.notification_http_url.strip():
+                raise ValueError(
+                    "HTTP notification URL must be provided when the 'http' notification "
+                    "channel is enabled (notification.http.url)"
+                )
+            check_url(self.notification_http_url)
+        return self
 
     @model_validator(mode="after")
     def _valid_propagation_regexes(self) -> ConnectorProperties:
@@ -457,6 +475,14 @@ def _listed(properties: ConnectorProperties, overrides: Mapping[str, str]) -> di
             "%s%s is ignored: add %s to snapshot.select.statement.overrides to use it",
             OVERRIDES_PREFIX,
             table,
+            table,
+        )
+    for table in sorted(listed - set(overrides)):
+        log.warning(
+            "snapshot.select.statement.overrides lists %s but %s%s is not set; its snapshot "
+            "reads the whole table",
+            table,
+            OVERRIDES_PREFIX,
             table,
         )
     return {table: statement for table, statement in overrides.items() if table in listed}

@@ -25,6 +25,7 @@ from cdcflow.capture.envelope import Framing, context_headers
 from cdcflow.capture.errors import FatalError, RetriableError
 from cdcflow.capture.filters import Filters
 from cdcflow.capture.incremental import IncrementalSnapshotter
+from cdcflow.capture.notify_http import HttpNotifier
 from cdcflow.capture.offsets import FileOffsetStore, MemoryOffsetStore
 from cdcflow.capture.pipeline import Dispatcher, Pipeline
 from cdcflow.capture.resource import CdcConnector, KafkaSpec
@@ -105,6 +106,7 @@ class Engine:
     offsets: OffsetStore
     stats: Stats
     stop: threading.Event = field(default_factory=threading.Event)
+    _http_notifier: HttpNotifier | None = field(default=None, init=False, repr=False)
 
     def send_signal(self, signal_id: str, signal_type: str, data: str) -> bool:
         """Insert a signal into the signal table unless a row with this id exists (idempotent)."""
@@ -157,8 +159,22 @@ class Engine:
         try:
             self._run_with_retries()
         finally:
+            if self._http_notifier is not None:
+                self._http_notifier.close()
             self.sink.close()
             self.offsets.close()
+
+    def _http_notifications(self) -> HttpNotifier | None:
+        """The ``http`` notification channel, made once per engine, when it is enabled."""
+        properties = self.properties
+        if "http" in properties.notification_enabled_channels and self._http_notifier is None:
+            self._http_notifier = HttpNotifier(
+                url=properties.notification_http_url,
+                timeout_s=properties.notification_http_timeout_ms / 1000,
+                retries=properties.notification_http_retries,
+                allow_private=properties.notification_http_allow_private_networks,
+            )
+        return self._http_notifier
 
     def _run_with_retries(self) -> None:
         attempt, came_up = 0, False
@@ -238,6 +254,7 @@ class Engine:
             topic=properties.notification_sink_topic_name,
             sink=self.sink,
             stats=self.stats,
+            http=self._http_notifications(),
         )
         snapshotter = IncrementalSnapshotter(
             source=self.connector.chunk_source(),

@@ -37,7 +37,16 @@ class KafkaSignals(Protocol):
 class Notifications:
     """Delivers notifications to the enabled channels and keeps the recent ones for /status."""
 
-    def __init__(self, *, channels: tuple[str, ...], topic: str, sink: Sink, stats: Stats) -> None:
+    def __init__(
+        self,
+        *,
+        channels: tuple[str, ...],
+        topic: str,
+        sink: Sink,
+        stats: Stats,
+        http: Callable[[Notification], None] | None = None,
+    ) -> None:
+        self._http = http if "http" in channels else None
         self._log = "log" in channels
         self._topic = topic if "sink" in channels and topic else ""
         self._sink = sink
@@ -65,6 +74,8 @@ class Notifications:
         if self._topic:
             key = orjson.dumps(signal_id or notification.id)
             self._sink.write(Record(self._topic, key, orjson.dumps(document)))
+        if self._http is not None:
+            self._http(notification)
 
 
 class Signalling:

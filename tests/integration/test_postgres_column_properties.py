@@ -279,8 +279,11 @@ def test_snapshot_locking_mode_shared_aborts_when_a_table_lock_is_not_granted(
     table = capture.table("locked")
     capture.sql(f"CREATE TABLE {table} (id int PRIMARY KEY)")
     config = {"snapshot.locking.mode": "shared", "snapshot.lock.timeout.ms": 300}
-    # The publication first: creating it would wait for the lock too.
-    capture.sql(f"CREATE PUBLICATION {capture.name} FOR TABLE {table}")
+    # Publication and slot first: creating them would wait for the lock holder too.
+    capture.sql(
+        f"CREATE PUBLICATION {capture.name} FOR TABLE {table}",
+        f"SELECT pg_create_logical_replication_slot('{capture.name}', 'pgoutput')",
+    )
     with psycopg.connect(capture.postgres.dsn()) as holder:
         holder.execute(f"LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE")
         error = _run_until_failure(capture, config, table)
