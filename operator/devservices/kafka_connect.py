@@ -1,14 +1,17 @@
 """A throwaway Kafka Connect worker (standalone mode) with the real Debezium connectors.
 
-Tests use it as an oracle and as a real consumer: the Debezium PostgreSQL connector writes
-the events cdcflow's must match, and Kafka Connect's ``FileStreamSink`` (behind Debezium's
-``ExtractNewRecordState``) reads topics the way users' pipelines do, through Kafka Connect's
-own ``JsonConverter``.
+Tests use it as an oracle and as real consumers: the Debezium PostgreSQL connector writes
+the events cdcflow's must match; Debezium's JDBC sink and Kafka Connect's ``FileStreamSink``
+(behind Debezium's ``ExtractNewRecordState``) read topics the way users' pipelines do, through
+Kafka Connect's own ``JsonConverter``.
 
 Jars come from Maven Central through :mod:`maven`, cached under ``kafka-connect/<version>``:
 the worker's classpath (connect-runtime, -json, -transforms and a log4j2 binding) and one folder
-per plugin, loaded in isolation from ``plugin.path`` as a Connect deployment would.
-Debezium is pinned at 3.7.0, the newest release whose poms Maven Central serves complete.
+per plugin, loaded in isolation from ``plugin.path`` as a Connect deployment would. Versions
+are pinned where Maven Central serves a complete set: Debezium 3.7.0 for the source connector,
+the JDBC sink at 3.6.0 (3.7.0's parent pom is not served) with Hibernate 7.2.19 (the 7.2.6
+its pom names has no ``org.hibernate:hibernate-agroal`` there; the artifact moved to
+``org.hibernate.orm``).
 
 One worker serves a whole test session: connectors are added and removed through its REST API
 (:class:`ConnectRest`), which standalone mode keeps.
@@ -34,6 +37,9 @@ from cdcflow.operator.devservices import kafka, maven, processes
 SERVICE = "Kafka Connect"
 CONNECT_VERSION = kafka.KAFKA_VERSION
 DEBEZIUM_VERSION = "3.7.0.Final"
+JDBC_SINK_VERSION = "3.6.0.Final"
+HIBERNATE_VERSION = "7.2.19.Final"
+YASSON_VERSION = "3.0.4"
 MAIN = "org.apache.kafka.connect.cli.ConnectStandalone"
 START_TIMEOUT = 180.0
 REQUEST_TIMEOUT = 60.0
@@ -47,6 +53,7 @@ JVM_OPTIONS = (
 )
 
 POSTGRES_CONNECTOR = "io.debezium.connector.postgresql.PostgresConnector"
+JDBC_SINK_CONNECTOR = "io.debezium.connector.jdbc.JdbcSinkConnector"
 FILE_SINK_CONNECTOR = "org.apache.kafka.connect.file.FileStreamSinkConnector"
 JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"
 
@@ -105,6 +112,19 @@ PLUGINS: Mapping[str, str] = {
     "debezium-connector-postgres": _pom(
         "debezium-connector-postgres",
         _dependency(f"io.debezium:debezium-connector-postgres:{DEBEZIUM_VERSION}"),
+    ),
+    "debezium-connector-jdbc": _pom(
+        "debezium-connector-jdbc",
+        _dependency(
+            f"io.debezium:debezium-connector-jdbc:{JDBC_SINK_VERSION}",
+            exclusions=("org.hibernate:hibernate-agroal",),
+        ),
+        _dependency(f"org.hibernate.orm:hibernate-agroal:{HIBERNATE_VERSION}"),
+        # For hibernate.type.json_format_mapper=jsonb: Hibernate's default Jackson mapper loads
+        # every Jackson module it can see, the worker's Blackbird included, which belongs to
+        # the worker's Jackson and is rejected ("BlackbirdModule not a subtype").
+        _dependency(f"org.eclipse:yasson:{YASSON_VERSION}"),
+        managed=(f"org.hibernate.orm:hibernate-core:{HIBERNATE_VERSION}",),
     ),
     "connect-file": _pom(
         "connect-file", _dependency(f"org.apache.kafka:connect-file:{CONNECT_VERSION}")
