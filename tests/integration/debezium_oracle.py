@@ -51,7 +51,6 @@ DEVIATING_COLUMNS: Mapping[str, str] = {
     "c_date_inf": "Debezium writes different numbers for date 'infinity' in snapshot and stream",
     "c_date_bc": "Debezium's snapshot drops the era of BC dates (0001-01-01 BC reads as AD)",
     "c_name": "Debezium's stream writes null for columns of type name",
-    "c_box": "Debezium 3.x maps box to a Geometry struct; cdcflow leaves it out (unknown type)",
 }
 
 

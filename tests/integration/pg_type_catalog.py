@@ -146,7 +146,69 @@ COLUMNS: list[tuple[str, str, str, Any]] = [
     ),
     ("c_jsonb_array", "jsonb[]", "ARRAY['{\"a\": 1}'::jsonb]", ['{"a": 1}']),
     ("c_hstore_array", "hstore[]", "ARRAY['a=>1'::hstore]", ['{"a":"1"}']),
-    ("c_box", "box", "box(point(1,1), point(0,0))", None),  # unknown: left out by default
+    (
+        "c_box",
+        "box",
+        "box(point(1,1), point(0,0))",
+        {
+            "wkb": "AQMAAAABAAAABQAAAAAAAAAAAPA/AAAAAAAA8D8AAAAAAADwPwAAAAAAAAAAAAAAAAAAAA"
+            "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAA8D8AAAAAAADwPwAAAAAAAPA/",
+            "srid": None,
+            "extensions": {"type": "box"},
+        },
+    ),
+    (
+        "c_lseg",
+        "lseg",
+        "'[(0,0),(1,2)]'",
+        {
+            "wkb": "AQIAAAACAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAPA/AAAAAAAAAEA=",
+            "srid": None,
+            "extensions": {"type": "lseg"},
+        },
+    ),
+    (
+        "c_path_open",
+        "path",
+        "'[(0,0),(1,1),(2,0)]'",
+        {
+            "wkb": "AQIAAAADAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAPA/AAAAAAAA8D8AAAAAAAAAQAAAAAAAAAAA",
+            "srid": None,
+            "extensions": {"type": "path", "closed": "false"},
+        },
+    ),
+    (
+        "c_path_closed",
+        "path",
+        "'((0,0),(1,1),(2,0))'",
+        {
+            "wkb": "AQIAAAADAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAPA/AAAAAAAA8D8AAAAAAAAAQAAAAAAAAAAA",
+            "srid": None,
+            "extensions": {"type": "path", "closed": "true"},
+        },
+    ),
+    (
+        "c_polygon",
+        "polygon",
+        "'((0,0),(0,1),(1,1))'",
+        {
+            "wkb": "AQMAAAABAAAABAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAPA/AAAAAAAA8D"
+            "8AAAAAAADwPwAAAAAAAAAAAAAAAAAAAAA=",
+            "srid": None,
+            "extensions": {"type": "polygon"},
+        },
+    ),
+    (
+        "c_circle",
+        "circle",
+        "'<(1,2),3>'",
+        {
+            "center": {"x": 1.0, "y": 2.0, "wkb": "AQEAAAAAAAAAAADwPwAAAAAAAABA", "srid": None},
+            "radius": 3.0,
+        },
+    ),
+    ("c_line", "line", "'{1,-1,0}'", {"a": 1.0, "b": -1.0, "c": 0.0}),
+    ("c_tsquery", "tsquery", "'fat & rat'", None),  # unknown: left out by default
 ]
 
 #: Columns with other options: (column, options, expected value).
@@ -170,7 +232,7 @@ MODES: list[tuple[str, dict[str, Any], Any]] = [
     ("c_bytea", {"binary_handling_mode": "hex"}, "0102ff"),
     ("c_bytea", {"binary_handling_mode": "base64"}, "AQL/"),
     ("c_hstore", {"hstore_handling_mode": "map"}, {"a": "1", "b": None, "c d": 'x"y'}),
-    ("c_box", {"include_unknown_datatypes": True}, "KDEsMSksKDAsMCk="),
+    ("c_tsquery", {"include_unknown_datatypes": True}, "J2ZhdCcgJiAncmF0Jw=="),
 ]
 
 

@@ -34,6 +34,7 @@ from cdcflow.operator.devservices.kafka_connect import ConnectWorker
 from cdcflow.operator.devservices.postgres import PostgresServer
 from tests.integration import debezium_oracle as oracle
 from tests.integration.pg_type_catalog import (
+    MOOD,
     column_definitions,
     create_type_objects,
     drop_type_objects,
@@ -55,8 +56,9 @@ TYPES = f"p_types_{RUN}"
 EVENTS = f"p_events_{RUN}"
 FULL = f"p_full_{RUN}"
 KEYLESS = f"p_keyless_{RUN}"
+DEFAULTS = f"p_defaults_{RUN}"
 #: Not alphabetical on purpose: Debezium snapshots tables in table.include.list order.
-TABLES = [TYPES, EVENTS, FULL, KEYLESS]
+TABLES = [TYPES, EVENTS, FULL, KEYLESS, DEFAULTS]
 MARKER_ID = 999
 
 #: Property sets run side by side; together they cover every handling mode.
@@ -81,7 +83,23 @@ VARIANTS: dict[str, dict[str, str]] = {
 }
 
 #: The snapshot rows per table, written before the connectors start.
-SNAPSHOT_ROWS = {TYPES: 2, EVENTS: 1, FULL: 2, KEYLESS: 1}
+SNAPSHOT_ROWS = {TYPES: 2, EVENTS: 1, FULL: 2, KEYLESS: 1, DEFAULTS: 2}
+
+#: Columns with a DEFAULT of every kind Debezium reads: literals, casts, functions and
+#: CURRENT_* (placeholders), enums, and types it gives no default.
+DEFAULT_COLUMNS = (
+    "n int DEFAULT 7, big bigint NOT NULL DEFAULT 9, small smallint DEFAULT -3, "
+    "t text DEFAULT 'x', vc varchar(10) DEFAULT 'abc', ch char(3) DEFAULT 'ab', "
+    "num numeric(6,2) DEFAULT 1.5, neg numeric(5,1) DEFAULT -1.5, numv numeric DEFAULT 2.25, "
+    "f4 real DEFAULT 1.25, f8 double precision DEFAULT 2.5, flag boolean DEFAULT true, "
+    "d date DEFAULT '2020-01-01', dnow date DEFAULT CURRENT_DATE, tm time DEFAULT '10:00', "
+    "ts timestamp DEFAULT now(), tsl timestamp DEFAULT '2020-01-01 10:00:00', "
+    "tz timestamptz DEFAULT CURRENT_TIMESTAMP, tzl timestamptz DEFAULT '2020-01-01 10:00+02', "
+    "u uuid DEFAULT gen_random_uuid(), j jsonb DEFAULT '{\"a\": 1}', "
+    f"mood {MOOD} DEFAULT 'ok', b bytea DEFAULT '\\x00', nullable text DEFAULT 'dflt'"
+)
+#: Columns whose value the database fills at insert time (differs between the two runs).
+GENERATED = ("dnow", "ts", "tz", "u")
 SETTLE_TIMEOUT = 120.0
 
 
@@ -103,6 +121,10 @@ def _snapshot_data(conn: psycopg.Connection[Any]) -> None:
         f"CREATE TABLE {KEYLESS} (val text, n int)",
         f"ALTER TABLE {KEYLESS} REPLICA IDENTITY FULL",
         f"INSERT INTO {KEYLESS} VALUES ('k', 1)",
+        f"CREATE TABLE {DEFAULTS} (id serial PRIMARY KEY, {DEFAULT_COLUMNS})",
+        f"INSERT INTO {DEFAULTS} DEFAULT VALUES",
+        f"INSERT INTO {DEFAULTS} (n, t, num, flag, d, nullable) "
+        "VALUES (NULL, NULL, NULL, NULL, NULL, NULL)",
     ]
     for statement in statements:
         conn.execute(statement)  # type: ignore[call-overload]
@@ -125,6 +147,11 @@ def _stream_workload(conn: psycopg.Connection[Any]) -> None:
         [f"UPDATE {FULL} SET n = 9.99 WHERE id = 1", f"DELETE FROM {FULL} WHERE id = 2"],
         [f"UPDATE {KEYLESS} SET n = 2", f"INSERT INTO {KEYLESS} VALUES ('l', 3)"],
         [f"DELETE FROM {KEYLESS} WHERE val = 'k'"],
+        [
+            f"INSERT INTO {DEFAULTS} DEFAULT VALUES",
+            f"INSERT INTO {DEFAULTS} (n, t, nullable) VALUES (NULL, NULL, NULL)",
+            f"DELETE FROM {DEFAULTS} WHERE id = 1",
+        ],
         ["SELECT pg_logical_emit_message(false, 'audit', 'outside a transaction')"],
         [f"TRUNCATE {KEYLESS}"],
         [f"INSERT INTO {EVENTS} VALUES ({MARKER_ID}, 'marker', NULL)"],

@@ -162,8 +162,8 @@ def test_a_text_cast_differs_from_the_output_function_only_for_bool_char_and_hos
 
 
 def test_unknown_types_are_left_out_unless_asked_for(captured: Captured) -> None:
-    assert captured.column("c_box") is None
-    opaque = captured.column("c_box", TypeOptions(include_unknown_datatypes=True))
+    assert captured.column("c_tsquery") is None
+    opaque = captured.column("c_tsquery", TypeOptions(include_unknown_datatypes=True))
     assert opaque is not None and opaque.schema["type"] == "bytes"
 
 

@@ -7,6 +7,8 @@ the corresponding JDK code, so these tests pin Debezium's exact output.
 
 from __future__ import annotations
 
+import base64
+import struct
 from typing import Any
 
 import pytest
@@ -33,7 +35,12 @@ BUILTINS: dict[int, tuple[str, str, int]] = {
     114: ("json", "U", 199),
     142: ("xml", "U", 143),
     600: ("point", "G", 1017),
+    601: ("lseg", "G", 1018),
+    602: ("path", "G", 1019),
     603: ("box", "G", 1020),
+    604: ("polygon", "G", 1027),
+    628: ("line", "G", 629),
+    718: ("circle", "G", 719),
     650: ("cidr", "I", 651),
     700: ("float4", "N", 1021),
     701: ("float8", "N", 1022),
@@ -281,7 +288,7 @@ def test_sql_null_converts_to_none_for_every_type(type_oid: int, typmod: int) ->
     ],
 )
 def test_sql_null_converts_to_none_in_every_mode(options: dict[str, Any]) -> None:
-    for type_oid, typmod in [*NULLABLE_COLUMNS, (OID["box"], -1), (ARRAY["box"], -1)]:
+    for type_oid, typmod in [*NULLABLE_COLUMNS, (OID["pg_lsn"], -1), (ARRAY["box"], -1)]:
         found = maybe_column(type_oid, typmod, **options)
         assert found is None or found.convert(None) is None
 
@@ -783,16 +790,64 @@ def test_point_is_a_point_struct_with_x_y_and_its_wkb() -> None:
 def test_postgis_geometry_keeps_the_ewkb_and_reads_its_srid() -> None:
     found = column(GEOMETRY)
     assert found.schema["name"] == "io.debezium.data.geometry.Geometry"
+    assert (found.schema["version"], found.schema["optional"]) == (2, True)
     assert found.schema["fields"] == [
         {"type": "bytes", "optional": False, "field": "wkb"},
         {"type": "int32", "optional": True, "field": "srid"},
+        {
+            "type": "map",
+            "keys": {"type": "string", "optional": False},
+            "values": {"type": "string", "optional": False},
+            "optional": True,
+            "field": "extensions",
+        },
     ]
     with_srid = "0101000020E6100000000000000000F03F0000000000000040"
     assert found.convert(with_srid) == {
         "wkb": "AQEAACDmEAAAAAAAAAAA8D8AAAAAAAAAQA==",
         "srid": 4326,
+        "extensions": None,
     }
     assert found.convert("0101000000000000000000F03F0000000000000040")["srid"] == 0
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "kind", "points"),
+    [
+        ("box", "(1,1),(0,0)", "box", [(1, 1), (1, 0), (0, 0), (0, 1), (1, 1)]),
+        ("lseg", "[(0,0),(1,2)]", "lseg", [(0, 0), (1, 2)]),
+        ("path", "[(0,0),(1,1)]", "path", [(0, 0), (1, 1)]),
+        ("polygon", "((0,0),(0,1),(1,1))", "polygon", [(0, 0), (0, 1), (1, 1), (0, 0)]),
+    ],
+)
+def test_built_in_geometric_types_are_geometry_wkb_with_their_type_in_extensions(
+    name: str, text: str, kind: str, points: list[tuple[float, float]]
+) -> None:
+    found = column(OID[name], optional=False)
+    assert (found.schema["name"], found.schema["version"]) == (
+        "io.debezium.data.geometry.Geometry",
+        2,
+    )
+    assert found.schema["optional"] is True  # Debezium builds Geometry optional
+    value = found.convert(text)
+    wkb = base64.b64decode(value["wkb"])
+    count = struct.unpack_from("<I", wkb, 9 if kind in ("box", "polygon") else 5)[0]
+    coordinates = struct.unpack_from(f"<{2 * count}d", wkb, len(wkb) - 16 * count)
+    assert list(zip(coordinates[::2], coordinates[1::2], strict=True)) == points
+    assert value["extensions"]["type"] == kind
+
+
+def test_a_path_says_whether_it_is_closed() -> None:
+    found = column(OID["path"])
+    assert found.convert("((0,0),(1,1))")["extensions"] == {"type": "path", "closed": "true"}
+    assert found.convert("[(0,0),(1,1)]")["extensions"] == {"type": "path", "closed": "false"}
+
+
+def test_circle_and_line_are_their_own_structs() -> None:
+    circle = column(OID["circle"]).convert("<(1.5,-2),3>")
+    assert (circle["center"]["x"], circle["center"]["y"], circle["radius"]) == (1.5, -2.0, 3.0)
+    assert column(OID["line"]).convert("{1,-1,0.5}") == {"a": 1.0, "b": -1.0, "c": 0.5}
+    assert column(OID["circle"]).schema["name"] == "io.debezium.data.geometry.Circle"
 
 
 def test_postgis_geography_is_the_geography_struct() -> None:
@@ -950,7 +1005,6 @@ def test_domain_element_arrays_are_unknown_but_domains_over_arrays_resolve() -> 
 
 def test_unknown_types_are_left_out_by_default() -> None:
     assert maybe_column(OID["pg_lsn"]) is None
-    assert maybe_column(OID["box"]) is None
     assert maybe_column(999_999) is None
 
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import psycopg
 
-from cdcflow.capture.connectors.postgres import types
+from cdcflow.capture.connectors.postgres import defaults, types
 from cdcflow.capture.errors import FatalError
 from cdcflow.capture.filters import Filters
 from cdcflow.capture.mapping import ValueMap
@@ -30,8 +30,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 COLUMNS_SQL = """
-SELECT a.attname, a.atttypid, a.atttypmod, a.attnotnull,
-       coalesce(pg_get_expr(d.adbin, d.adrelid) LIKE 'nextval(%%', false)
+SELECT a.attname, a.atttypid, a.atttypmod, a.attnotnull, pg_get_expr(d.adbin, d.adrelid)
 FROM pg_attribute a
 LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
 WHERE a.attrelid = %s AND a.attnum > 0 AND NOT a.attisdropped
@@ -68,8 +67,13 @@ class ColumnSpec:
     type_oid: int
     typmod: int
     not_null: bool
-    #: ``NOT NULL DEFAULT nextval(…)`` (serial columns): Debezium gives these a default of 0.
-    sequence_default: bool = False
+    #: The ``DEFAULT`` expression as ``pg_get_expr`` prints it, if the column has one.
+    default_expression: str | None = None
+
+    @property
+    def sequence_default(self) -> bool:
+        """``NOT NULL DEFAULT nextval(…)``: a serial column."""
+        return self.not_null and (self.default_expression or "").startswith("nextval(")
 
 
 @dataclass(frozen=True)
@@ -133,8 +137,8 @@ class TableCatalog:
         relid, identity = found
         rows = self._conn.execute(COLUMNS_SQL, (relid,)).fetchall()
         columns = [
-            ColumnSpec(str(name), int(str(oid)), int(str(mod)), bool(nn), bool(nn and serial))
-            for name, oid, mod, nn, serial in rows
+            ColumnSpec(str(name), int(str(oid)), int(str(mod)), bool(nn), _text(default))
+            for name, oid, mod, nn, default in rows
         ]
         return self._build(table, relid=relid, columns=columns, identity=identity)
 
@@ -143,11 +147,13 @@ class TableCatalog:
     ) -> DecodedTable:
         """The schema announced by a Relation message, completed from the catalog."""
         catalog = {
-            str(name): (bool(nn), bool(nn and serial))
-            for name, _oid, _mod, nn, serial in self._conn.execute(COLUMNS_SQL, (relid,)).fetchall()
+            str(name): (bool(nn), _text(default))
+            for name, _oid, _mod, nn, default in self._conn.execute(
+                COLUMNS_SQL, (relid,)
+            ).fetchall()
         }
         completed = [
-            ColumnSpec(c.name, c.type_oid, c.typmod, *catalog.get(c.name, (False, False)))
+            ColumnSpec(c.name, c.type_oid, c.typmod, *catalog.get(c.name, (False, None)))
             for c in columns
         ]
         return self._build(
@@ -211,8 +217,8 @@ class TableCatalog:
                 registry=self._registry,
                 options=self._options,
             )
-        if column is not None and spec.sequence_default:
-            column = _defaulting_to_zero(column)
+        if column is not None:
+            column = self._with_default(column, spec)
         if column is None:
             log.warning(
                 "column %s.%s has a type cdcflow does not map (oid %s); it is left out of events. "
@@ -222,6 +228,14 @@ class TableCatalog:
                 spec.type_oid,
             )
         return column
+
+    def _with_default(self, column: Column, spec: ColumnSpec) -> Column:
+        """The column with its ``DEFAULT`` in the schema, as Debezium describes it."""
+        declared = self._registry.get(spec.type_oid)
+        if declared is None or spec.default_expression is None:
+            return column
+        text = defaults.literal(declared.name, spec.default_expression, enum=declared.is_enum)
+        return defaults.with_default(column, text)
 
     def _primary_key(self, relid: int, identity: str) -> tuple[str, ...]:
         """The primary key, else the columns of a ``REPLICA IDENTITY USING INDEX`` index.
@@ -234,16 +248,5 @@ class TableCatalog:
         return tuple(str(row[0]) for row in rows)
 
 
-def _defaulting_to_zero(column: Column) -> Column:
-    """A serial column as Debezium describes it: schema ``default`` 0, and 0 where the event
-    carries no value (a key-only ``before`` image), which is what Kafka Connect's
-    JsonConverter writes for a null in a field with a default."""
-    if column.schema.get("type") not in ("int16", "int32", "int64"):
-        return column
-    convert = column.convert
-
-    def or_zero(text: Any) -> Any:
-        value = convert(text)
-        return 0 if value is None else value
-
-    return replace(column, schema={**column.schema, "default": 0}, convert=or_zero)
+def _text(value: object) -> str | None:
+    return None if value is None else str(value)

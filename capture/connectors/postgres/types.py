@@ -34,9 +34,9 @@ main ones:
   bytes only with ``include_unknown_datatypes``.
 * Kafka Connect's own ``Time`` logical type is INT32 milliseconds (the seed's table says INT64,
   which is wrong for Connect).
-* PostGIS ``geometry``/``geography`` map to Debezium's ``{wkb, srid}`` structs; the built-in
-  geometric types other than ``point`` (box, lseg, path, polygon, circle, line) are unknown
-  types, as in Debezium 1.7.
+* PostGIS ``geometry`` maps to Debezium 3.x's ``Geometry`` (version 2: ``{wkb, srid,
+  extensions}``), ``geography`` to ``{wkb, srid}``; the built-in geometric types (box, lseg,
+  path, polygon, circle, line) as in :mod:`.geometric`.
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ from decimal import ROUND_DOWN, Decimal
 from functools import partial
 from typing import Any, Final, Literal
 
+from cdcflow.capture.connectors.postgres import geometric
 from cdcflow.capture.java_order import hashmap_order
 from cdcflow.capture.spi import Column, ConnectSchema, Converter
 
@@ -239,6 +240,8 @@ class _Spec:
     items: ConnectSchema | None = None
     keys: ConnectSchema | None = None
     values: ConnectSchema | None = None
+    #: Debezium builds some schemas optional whatever the column's nullability.
+    always_optional: bool = False
 
     def schema(self, optional: bool) -> ConnectSchema:
         """The schema in ``JsonConverter``'s key order: type, nested, optional, name, ..."""
@@ -251,7 +254,7 @@ class _Spec:
             out["values"] = self.values
         if self.fields is not None:
             out["fields"] = [dict(f) for f in self.fields]
-        out["optional"] = optional
+        out["optional"] = optional or self.always_optional
         if self.name is not None:
             out["name"] = self.name
         if self.version is not None:
@@ -834,14 +837,67 @@ def _point_spec() -> _Spec:
     )
 
 
-def _geometry_spec(kind: str) -> _Spec:
+_EXTENSIONS_FIELD: Final[ConnectSchema] = {
+    "type": "map",
+    "keys": {"type": "string", "optional": False},
+    "values": {"type": "string", "optional": False},
+    "optional": True,
+    "field": "extensions",
+}
+
+
+def _ewkb_geometry(text: str | None) -> dict[str, Any] | None:
+    """PostGIS geometry as Debezium 3.x's Geometry: ``{wkb, srid}`` and no extensions."""
+    value = _ewkb(text)
+    return None if value is None else {**value, "extensions": None}
+
+
+def _geometry_spec(kind: str, convert: Converter = _ewkb_geometry) -> _Spec:
+    """Debezium 3.x's Geometry (version 2, with ``extensions``) or Geography (version 1)."""
+    if kind == "Geography":
+        return _Spec(
+            "struct",
+            _ewkb,
+            name="io.debezium.data.geometry.Geography",
+            version=1,
+            doc=kind,
+            fields=(_field("wkb", "bytes", False), _field("srid", "int32", True)),
+        )
     return _Spec(
         "struct",
-        _ewkb,
-        name=f"io.debezium.data.geometry.{kind}",
-        version=1,
+        convert,
+        name="io.debezium.data.geometry.Geometry",
+        version=2,
         doc=kind,
-        fields=(_field("wkb", "bytes", False), _field("srid", "int32", True)),
+        fields=(_field("wkb", "bytes", False), _field("srid", "int32", True), _EXTENSIONS_FIELD),
+        always_optional=True,
+    )
+
+
+def _circle_spec() -> _Spec:
+    return _Spec(
+        "struct",
+        geometric.circle,
+        name="io.debezium.data.geometry.Circle",
+        version=1,
+        doc="Geometry (CIRCLE)",
+        fields=(
+            {**_point_spec().schema(False), "field": "center"},
+            _field("radius", "double", False),
+        ),
+        always_optional=True,
+    )
+
+
+def _line_spec() -> _Spec:
+    return _Spec(
+        "struct",
+        geometric.line,
+        name="io.debezium.data.geometry.Line",
+        version=1,
+        doc="Geometry (LINE)",
+        fields=tuple(_field(name, "double", False) for name in ("a", "b", "c")),
+        always_optional=True,
     )
 
 
@@ -994,6 +1050,12 @@ class _Oid:
     TSVECTOR = 3614
     XML = 142
     POINT = 600
+    LSEG = 601
+    PATH = 602
+    BOX = 603
+    POLYGON = 604
+    LINE = 628
+    CIRCLE = 718
     CIDR = 650
     FLOAT4 = 700
     FLOAT8 = 701
@@ -1169,6 +1231,12 @@ _BUILDERS: Final[dict[int, Callable[[int, TypeOptions], _Spec]]] = {
     _Oid.TIMESTAMP: _timestamp_spec,
     _Oid.INTERVAL: lambda typmod, options: _interval_spec(options),
     _Oid.POINT: lambda typmod, options: _point_spec(),
+    _Oid.BOX: lambda typmod, options: _geometry_spec("Geometry", geometric.box),
+    _Oid.LSEG: lambda typmod, options: _geometry_spec("Geometry", geometric.lseg),
+    _Oid.PATH: lambda typmod, options: _geometry_spec("Geometry", geometric.path),
+    _Oid.POLYGON: lambda typmod, options: _geometry_spec("Geometry", geometric.polygon),
+    _Oid.CIRCLE: lambda typmod, options: _circle_spec(),
+    _Oid.LINE: lambda typmod, options: _line_spec(),
     _Oid.TIMESTAMPTZ: lambda typmod, options: _named(
         "string",
         "io.debezium.time.ZonedTimestamp",
