@@ -13,6 +13,11 @@ the JDBC sink at 3.6.0 (3.7.0's parent pom is not served) with Hibernate 7.2.19 
 its pom names has no ``org.hibernate:hibernate-agroal`` there; the artifact moved to
 ``org.hibernate.orm``).
 
+For the MySQL/MariaDB connector the same worker takes another plugin folder: Maven Central
+serves ``debezium-connector-mysql`` 3.6.1 and ``debezium-connector-mariadb`` 3.5.0 complete
+(3.7.0 of either is not served); add its pom to :data:`PLUGINS` and a method to the test
+harness, and :mod:`tests.integration.debezium_oracle` compares its topics unchanged.
+
 One worker serves a whole test session: connectors are added and removed through its REST API
 (:class:`ConnectRest`), which standalone mode keeps.
 """
