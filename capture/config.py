@@ -14,6 +14,7 @@ import difflib
 import logging
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Literal
 
@@ -39,9 +40,28 @@ DEPRECATED_ALIASES = {
     "toasted.value.placeholder": "unavailable.value.placeholder",
     "database.history.kafka.topic": "schema.history.internal.kafka.topic",
     "database.history.kafka.bootstrap.servers": "schema.history.internal.kafka.bootstrap.servers",
+    "internal.legacy.snapshot.max.threads": "legacy.snapshot.max.threads",
 }
 SECRET_PROPERTIES = ("database.password", "database.user", "database.sslpassword")
 _JAVA_ONLY = "it names a Java class, and cdcflow runs no Java code"
+#: Debezium's ``Configuration.PASSWORD_PATTERN``: keys whose values its logs mask by default.
+PASSWORD_PATTERN = (
+    r".*secret$|.*password$|.*sasl\.jaas\.config$|.*basic\.auth\.user\.info|"
+    r".*registry\.auth\.client-secret|.*credentials\.json$|.*connectionstring$|"
+    r".*connection\.string$"
+)
+#: ``topic.naming.strategy`` values cdcflow accepts: Debezium's two default strategies name a
+#: PostgreSQL table's topic alike (its table ids carry no database), as cdcflow does.
+TOPIC_NAMING_STRATEGIES = (
+    "io.debezium.schema.SchemaTopicNamingStrategy",
+    "io.debezium.schema.DefaultTopicNamingStrategy",
+)
+#: ``replica.identity.autoset.values`` entries, as Debezium's ``REPLICA_AUTO_SET_PATTERN``.
+REPLICA_IDENTITY_ENTRY = re.compile(
+    r"^\s*(?P<table>[^\s:]+):(?P<identity>DEFAULT|INDEX (?P<index>.\w*)|FULL|NOTHING)\s*$",
+    re.IGNORECASE,
+)
+_INTERNAL = "it tunes an internal mechanism of Debezium's Java runtime that cdcflow does not have"
 #: Debezium PostgreSQL properties cdcflow recognises and deliberately refuses, with the reason
 #: (an entry ending in ``.`` covers every property under that prefix).
 UNSUPPORTED_PROPERTIES: Mapping[str, str] = MappingProxyType(
@@ -66,6 +86,53 @@ UNSUPPORTED_PROPERTIES: Mapping[str, str] = MappingProxyType(
             f"{_JAVA_ONLY} (an SSLSocketFactory); cdcflow connects with libpq. Use "
             "database.sslmode, database.sslrootcert, database.sslcert and database.sslkey"
         ),
+        "database.include.list": (
+            "a PostgreSQL connector captures the one database of spec.source.postgresql "
+            "(Debezium's PostgreSQL connector matches it against table ids that carry no "
+            "database name, so an include list leaves the stream empty). Use "
+            "schema.include.list / table.include.list"
+        ),
+        "database.exclude.list": (
+            "a PostgreSQL connector captures the one database of spec.source.postgresql; to "
+            "capture another, run another connector. Use schema.exclude.list / "
+            "table.exclude.list to leave tables out"
+        ),
+        "snapshot.max.threads.multiplier": (
+            "Debezium's chunked parallel snapshot splits tables into key ranges; cdcflow reads "
+            "whole tables on snapshot.max.threads connections of one exported snapshot (the "
+            "legacy.snapshot.max.threads=true way). Raise snapshot.max.threads instead"
+        ),
+        "openlineage.integration.": (
+            "OpenLineage events come from Debezium's Java OpenLineage client, which cdcflow "
+            "does not have. Lineage follows from the topic names (<topic.prefix>.<schema>."
+            "<table>) and the source block of every event"
+        ),
+        "statistics.metrics.enabled": (
+            "it switches the latency quantiles (P50/P95/P99 DDSketch statistics) of Debezium's "
+            "JMX streaming metrics, which cdcflow does not compute: /metrics exports "
+            "cdcflow_milliseconds_behind_source, of which Prometheus derives quantiles "
+            "(quantile_over_time)"
+        ),
+        "internal.snapshot.scan.all.columns.force": (
+            f"{_INTERNAL}: cdcflow reads the columns of the captured tables only"
+        ),
+        "internal.log.position.check.enable": (
+            f"{_INTERNAL}: cdcflow always checks at start that the slot still holds the "
+            "stored position (snapshot.mode=when_needed re-snapshots when it does not)"
+        ),
+        "internal.advanced.metrics.enable": (
+            f"{_INTERNAL}: cdcflow's metrics are always on, at /metrics and /status"
+        ),
+        "internal.offset.activity.monitor.interval.ms": (
+            f"{_INTERNAL}: cdcflow commits offsets every offset.flush.interval.ms and confirms "
+            "idle positions from keepalives, so offsets never go stale"
+        ),
+        "internal.signal.synchronous.batch.size": (
+            f"{_INTERNAL}: cdcflow acts on signals on its streaming thread as they arrive"
+        ),
+        "internal.signal.processor.semaphore.wait.ms": (
+            f"{_INTERNAL}: cdcflow acts on signals on its streaming thread as they arrive"
+        ),
     }
 )
 #: Prometheus label names the exporter uses itself, so custom.metric.tags may not.
@@ -79,6 +146,55 @@ _CUSTOM_NAMES = {
 
 class ConfigError(ValueError):
     """The configuration is wrong; the message says what and how to fix it."""
+
+
+#: The heartbeat interval Debezium falls back to under ``lsn.flush.mode=connector_and_driver``.
+CONNECTOR_AND_DRIVER_HEARTBEAT_MS = 600000
+
+
+@dataclass(frozen=True)
+class ReplicaIdentityRule:
+    """One ``replica.identity.autoset.values`` entry: a table regex and the identity it gets.
+
+    ``identity`` is what ``ALTER TABLE … REPLICA IDENTITY`` takes and what Debezium compares
+    the current one with: ``DEFAULT``, ``FULL``, ``NOTHING`` or ``USING INDEX <name>``.
+    """
+
+    table: str
+    identity: str
+
+    def matches(self, table: str) -> bool:
+        """Whether ``table`` (``schema.table``) fully matches, case-insensitively."""
+        return re.fullmatch(self.table, table, re.IGNORECASE) is not None
+
+    @property
+    def index(self) -> str | None:
+        """The index name of a ``USING INDEX`` identity."""
+        prefix = "USING INDEX "
+        return self.identity.removeprefix(prefix) if self.identity.startswith(prefix) else None
+
+
+def parse_replica_identities(text: str) -> tuple[ReplicaIdentityRule, ...]:
+    """``replica.identity.autoset.values``: ``<table regex>:<identity>`` entries, comma
+    separated, each identity ``DEFAULT``, ``FULL``, ``NOTHING`` or ``INDEX <name>``."""
+    if not text.strip():
+        raise ValueError("replica.identity.autoset.values must not be empty")
+    rules = []
+    for entry in text.split(","):
+        found = REPLICA_IDENTITY_ENTRY.match(entry)
+        if found is None:
+            raise ValueError(
+                f"replica.identity.autoset.values entry {entry.strip()!r} is not "
+                "<schema>.<table>:<DEFAULT|FULL|NOTHING|INDEX name>"
+            )
+        try:
+            re.compile(found["table"])
+        except re.error as error:
+            raise ValueError(f"{found['table']!r} is not a regular expression: {error}") from None
+        index = found["index"]
+        identity = f"USING INDEX {index}" if index else found["identity"].upper()
+        rules.append(ReplicaIdentityRule(found["table"], identity))
+    return tuple(rules)
 
 
 def _csv(value: object) -> tuple[str, ...]:
@@ -112,7 +228,14 @@ class ConnectorProperties(BaseModel):
         "all_tables", alias="publication.autocreate.mode"
     )
     snapshot_mode: Literal[
-        "initial", "always", "never", "no_data", "initial_only", "when_needed", "exported"
+        "initial",
+        "always",
+        "never",
+        "no_data",
+        "initial_only",
+        "when_needed",
+        "exported",
+        "configuration_based",
     ] = Field("initial", alias="snapshot.mode")
     snapshot_include_collection_list: tuple[str, ...] = Field(
         (), alias="snapshot.include.collection.list"
@@ -159,6 +282,12 @@ class ConnectorProperties(BaseModel):
     topic_transaction: str = Field("transaction", alias="topic.transaction")
     heartbeat_interval_ms: int = Field(0, alias="heartbeat.interval.ms", ge=0)
     heartbeat_topics_prefix: str = Field("__debezium-heartbeat", alias="heartbeat.topics.prefix")
+    topic_heartbeat_prefix: str | None = Field(
+        None,
+        alias="topic.heartbeat.prefix",
+        description="The topic naming strategy's heartbeat prefix; wins over "
+        "heartbeat.topics.prefix when set, as in Debezium 2.x and later.",
+    )
     heartbeat_action_query: str = Field("", alias="heartbeat.action.query")
     status_update_interval_ms: int = Field(10000, alias="status.update.interval.ms", gt=0)
     max_queue_size: int = Field(8192, alias="max.queue.size", gt=0)
@@ -249,6 +378,70 @@ class ConnectorProperties(BaseModel):
     notification_http_allow_private_networks: bool = Field(
         False, alias="notification.http.allow.private.networks"
     )
+    database_query_timeout_ms: int = Field(
+        600000,
+        alias="database.query.timeout.ms",
+        ge=0,
+        description="Statement timeout of SQL connections, in whole seconds (0: none).",
+    )
+    topic_naming_strategy: str = Field(TOPIC_NAMING_STRATEGIES[0], alias="topic.naming.strategy")
+    event_converting_failure_handling_mode: Literal["fail", "warn", "skip"] = Field(
+        "fail",
+        alias="event.converting.failure.handling.mode",
+        description="Debezium's default is warn (the value becomes null); cdcflow never "
+        "drops a value unless asked to.",
+    )
+    include_schema_comments: bool = Field(False, alias="include.schema.comments")
+    lsn_flush_mode: Literal["connector", "manual", "connector_and_driver"] | None = Field(
+        None, alias="lsn.flush.mode", description="Default connector (or flush.lsn.source)."
+    )
+    flush_lsn_source: bool | None = Field(
+        None, alias="flush.lsn.source", description="Deprecated: use lsn.flush.mode."
+    )
+    lsn_flush_timeout_ms: int = Field(30000, alias="lsn.flush.timeout.ms", gt=0)
+    lsn_flush_timeout_action: Literal["fail", "warn", "ignore"] = Field(
+        "fail", alias="lsn.flush.timeout.action"
+    )
+    snapshot_mode_configuration_based_snapshot_data: bool = Field(
+        False, alias="snapshot.mode.configuration.based.snapshot.data"
+    )
+    snapshot_mode_configuration_based_snapshot_schema: bool = Field(
+        False, alias="snapshot.mode.configuration.based.snapshot.schema"
+    )
+    snapshot_mode_configuration_based_start_stream: bool = Field(
+        False, alias="snapshot.mode.configuration.based.start.stream"
+    )
+    snapshot_mode_configuration_based_snapshot_on_schema_error: bool = Field(
+        False, alias="snapshot.mode.configuration.based.snapshot.on.schema.error"
+    )
+    snapshot_mode_configuration_based_snapshot_on_data_error: bool = Field(
+        False, alias="snapshot.mode.configuration.based.snapshot.on.data.error"
+    )
+    legacy_snapshot_max_threads: bool = Field(False, alias="legacy.snapshot.max.threads")
+    streaming_delay_ms: int = Field(0, alias="streaming.delay.ms", ge=0)
+    snapshot_tables_order_by_row_count: Literal["ascending", "descending", "disabled"] = Field(
+        "disabled", alias="snapshot.tables.order.by.row.count"
+    )
+    snapshot_isolation_mode: Literal[
+        "serializable", "repeatable_read", "read_committed", "read_uncommitted"
+    ] = Field("serializable", alias="snapshot.isolation.mode")
+    connection_validation_timeout_ms: int = Field(
+        60000, alias="connection.validation.timeout.ms", gt=0
+    )
+    executor_shutdown_timeout_ms: int = Field(4000, alias="executor.shutdown.timeout.ms", gt=0)
+    guardrail_collections_max: int = Field(0, alias="guardrail.collections.max", ge=0)
+    guardrail_collections_limit_action: Literal["warn", "fail"] = Field(
+        "warn", alias="guardrail.collections.limit.action"
+    )
+    custom_sanitize_pattern: str = Field(PASSWORD_PATTERN, alias="custom.sanitize.pattern")
+    signal_emit_failure_max_retries: int = Field(0, alias="signal.emit.failure.max.retries", ge=-1)
+    signal_emit_failure_backoff_ms: int = Field(10000, alias="signal.emit.failure.backoff.ms", gt=0)
+    signal_poll_interval_ms: int = Field(5000, alias="signal.poll.interval.ms", gt=0)
+    table_ignore_builtin: bool = Field(True, alias="table.ignore.builtin")
+    replica_identity_autoset_values: str | None = Field(
+        None, alias="replica.identity.autoset.values"
+    )
+    slot_failover: bool = Field(False, alias="slot.failover")
     statement_overrides: dict[str, str] = Field(default_factory=dict, exclude=True)
     column_rules: tuple[ColumnRule, ...] = Field((), exclude=True)
 
@@ -308,6 +501,34 @@ class ConnectorProperties(BaseModel):
             )
         return value
 
+    @field_validator("topic_naming_strategy")
+    @classmethod
+    def _default_topic_naming(cls, value: str) -> str:
+        if value.strip() not in TOPIC_NAMING_STRATEGIES:
+            raise ValueError(
+                f"{value} is a Java TopicNamingStrategy, and cdcflow runs no Java code. cdcflow "
+                "names topics as Debezium's default strategies do (<topic.prefix>.<schema>."
+                "<table>, shaped by topic.delimiter, topic.transaction and "
+                f"heartbeat.topics.prefix): leave it unset or use {TOPIC_NAMING_STRATEGIES[0]}"
+            )
+        return value.strip()
+
+    @field_validator("custom_sanitize_pattern")
+    @classmethod
+    def _sanitize_pattern_compiles(cls, value: str) -> str:
+        try:
+            re.compile(value)
+        except re.error as error:
+            raise ValueError(f"{value!r} is not a regular expression: {error}") from None
+        return value
+
+    @field_validator("replica_identity_autoset_values")
+    @classmethod
+    def _replica_identities(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_replica_identities(value)
+        return value
+
     @model_validator(mode="after")
     def _http_channel_has_a_url(self) -> ConnectorProperties:
         if "http" in self.notification_enabled_channels:
@@ -339,6 +560,43 @@ class ConnectorProperties(BaseModel):
     def stream_params(self) -> dict[str, str]:
         """``slot.stream.params`` as pgoutput options."""
         return parse_stream_params(self.slot_stream_params)
+
+    @property
+    def streams(self) -> bool:
+        """Whether the connector streams (after its snapshot): not under ``initial_only``, nor
+        under ``configuration_based`` without ``….start.stream``."""
+        if self.snapshot_mode == "configuration_based":
+            return self.snapshot_mode_configuration_based_start_stream
+        return self.snapshot_mode != "initial_only"
+
+    @property
+    def flush_mode(self) -> str:
+        """``lsn.flush.mode``, else the deprecated ``flush.lsn.source`` (true: ``connector``,
+        false: ``manual``), else ``connector``, as Debezium resolves them."""
+        if self.lsn_flush_mode is not None:
+            return self.lsn_flush_mode
+        if self.flush_lsn_source is not None:
+            return "connector" if self.flush_lsn_source else "manual"
+        return "connector"
+
+    @property
+    def effective_heartbeat_interval_ms(self) -> int:
+        """``heartbeat.interval.ms``; Debezium sets it to 10 minutes when it is 0 under
+        ``lsn.flush.mode=connector_and_driver`` without transaction metadata."""
+        if (
+            self.flush_mode == "connector_and_driver"
+            and not self.heartbeat_interval_ms
+            and not self.provide_transaction_metadata
+        ):
+            return CONNECTOR_AND_DRIVER_HEARTBEAT_MS
+        return self.heartbeat_interval_ms
+
+    @property
+    def replica_identities(self) -> tuple[ReplicaIdentityRule, ...]:
+        """``replica.identity.autoset.values`` as rules."""
+        if self.replica_identity_autoset_values is None:
+            return ()
+        return parse_replica_identities(self.replica_identity_autoset_values)
 
     @property
     def skipped(self) -> frozenset[str]:
@@ -379,6 +637,11 @@ def parse_properties(raw: Mapping[str, Any]) -> ConnectorProperties:
         properties = ConnectorProperties.model_validate({**values, "statement_overrides": {}})
     except ValidationError as error:
         raise ConfigError(explain(error)) from None
+    if properties.flush_lsn_source is not None and properties.lsn_flush_mode is None:
+        log.warning(
+            "property flush.lsn.source is deprecated; use lsn.flush.mode=%s",
+            properties.flush_mode,
+        )
     return properties.model_copy(
         update={"statement_overrides": _listed(properties, overrides), "column_rules": tuple(rules)}
     )

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import threading
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -155,12 +157,16 @@ class Engine:
         )
 
     def run(self) -> None:
-        """Run until stopped; retry retriable failures once the connector has come up."""
+        """Run until stopped; retry retriable failures once the connector has come up.
+
+        Stopping waits up to ``executor.shutdown.timeout.ms`` for the HTTP notifications
+        still queued.
+        """
         try:
             self._run_with_retries()
         finally:
             if self._http_notifier is not None:
-                self._http_notifier.close()
+                self._http_notifier.close(self.properties.executor_shutdown_timeout_ms / 1000)
             self.sink.close()
             self.offsets.close()
 
@@ -215,18 +221,25 @@ class Engine:
             stats.connected = True
             pipeline.dispatcher.signalling = self._signalling(pipeline, offset)
             mode = properties.snapshot_mode
-            do_snapshot = snapshots.should_snapshot(
-                mode, offset, position_available=connector.position_available(offset)
+            plan = snapshots.plan_start(
+                mode,
+                offset,
+                position_available=connector.position_available(offset),
+                configured=_configuration_based(properties),
             )
-            streams = snapshots.streams_after_snapshot(mode)
-            if streams:  # initial_only opens no slot, as Debezium: it would hold WAL for nobody
+            offset = plan.offset
+            if plan.stream:  # initial_only opens no slot, as Debezium: it would hold WAL for nobody
                 connector.open_slot(
-                    for_snapshot=do_snapshot, offset=None if do_snapshot else offset
+                    for_snapshot=plan.snapshot, offset=None if plan.snapshot else offset
                 )
-            if do_snapshot:
+            if plan.snapshot:
                 offset = self._snapshot(pipeline)
-            if not streams:
-                log.info("snapshot.mode=%s: snapshot complete, not streaming", mode)
+            if not plan.stream:
+                log.info("snapshot.mode=%s: not streaming", mode)
+                stats.phase = "stopped"
+                finished = True
+                return
+            if plan.snapshot and not self._delay_streaming():
                 stats.phase = "stopped"
                 finished = True
                 return
@@ -237,6 +250,14 @@ class Engine:
             finished = True
         finally:
             connector.close(stopping=finished)
+
+    def _delay_streaming(self) -> bool:
+        """``streaming.delay.ms`` after a snapshot; False when stopped meanwhile."""
+        delay_ms = self.properties.streaming_delay_ms
+        if not delay_ms:
+            return True
+        log.info("streaming.delay.ms: streaming starts in %d ms", delay_ms)
+        return not self.stop.wait(delay_ms / 1000)
 
     def _signalling(self, pipeline: Pipeline, offset: Offset | None) -> Signalling | None:
         """Signals and incremental snapshots, when a signal table or Kafka channel is set."""
@@ -322,6 +343,17 @@ class Engine:
         return offset
 
 
+def _configuration_based(properties: ConnectorProperties) -> snapshots.ConfigurationBased:
+    """The ``snapshot.mode.configuration.based.*`` switches."""
+    return snapshots.ConfigurationBased(
+        snapshot_data=properties.snapshot_mode_configuration_based_snapshot_data,
+        snapshot_schema=properties.snapshot_mode_configuration_based_snapshot_schema,
+        start_stream=properties.snapshot_mode_configuration_based_start_stream,
+        snapshot_on_schema_error=properties.snapshot_mode_configuration_based_snapshot_on_schema_error,
+        snapshot_on_data_error=properties.snapshot_mode_configuration_based_snapshot_on_data_error,
+    )
+
+
 def _track_tables(changes: Any, stats: Stats) -> Any:
     """Mark tables completed as the snapshot moves past them."""
     previous: str | None = None
@@ -349,6 +381,7 @@ def build_engine(
 ) -> Engine:
     """Wire the connector, sink, offset store and stats for ``resource``."""
     properties = resource.properties()
+    log_configuration(resource, properties)
     filters = Filters.from_properties(properties)
     stats = Stats(
         connector=resource.metadata.name,
@@ -364,6 +397,31 @@ def build_engine(
         offsets=_offsets(resource, properties, offsets_path),
         stats=stats,
     )
+
+
+def masked_configuration(raw: Mapping[str, Any], pattern: str) -> dict[str, str]:
+    """The configured properties as text, values masked (``********``) whose names fully match
+    ``pattern`` (``custom.sanitize.pattern``), in name order."""
+    masked = re.compile(pattern)
+    return {name: "********" if masked.fullmatch(name) else str(raw[name]) for name in sorted(raw)}
+
+
+def log_configuration(resource: CdcConnector, properties: ConnectorProperties) -> None:
+    """Log the connector's configuration at start, as Debezium does, masked by
+    ``custom.sanitize.pattern``; and the heartbeat ``lsn.flush.mode`` adds."""
+    log.info("Starting connector %s with configuration:", resource.metadata.name)
+    for name, value in masked_configuration(
+        resource.raw_properties(), properties.custom_sanitize_pattern
+    ).items():
+        log.info("   %s = %s", name, value)
+    if properties.effective_heartbeat_interval_ms != properties.heartbeat_interval_ms:
+        log.warning(
+            "heartbeat.interval.ms was internally set to %d ms since lsn.flush.mode="
+            "connector_and_driver requires periodic opportunities to propagate LSNs. If this "
+            "behavior is not desired, explicitly set heartbeat.interval.ms to more than 0 or "
+            "enable provide.transaction.metadata.",
+            properties.effective_heartbeat_interval_ms,
+        )
 
 
 def kafka_security(spec: KafkaSpec) -> dict[str, str]:
@@ -401,7 +459,11 @@ def _postgres_connector(
     login: Login,
     host_override: str | None,
 ) -> Any:
-    from cdcflow.capture.connectors.postgres.connection import Endpoint, split_statements
+    from cdcflow.capture.connectors.postgres.connection import (
+        Endpoint,
+        query_timeout_ms,
+        split_statements,
+    )
     from cdcflow.capture.connectors.postgres.connector import PostgresConnector
 
     source = resource.spec.source.postgresql
@@ -421,6 +483,7 @@ def _postgres_connector(
         sslpassword=login.ssl_password,
         keepalives=properties.database_tcp_keep_alive,
         initial_statements=split_statements(properties.database_initial_statements),
+        query_timeout_ms=query_timeout_ms(properties.database_query_timeout_ms),
     )
     return PostgresConnector(
         endpoint=endpoint, properties=properties, filters=filters, version=version()

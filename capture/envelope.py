@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 from cdcflow.capture.java_order import hashmap_order
-from cdcflow.capture.spi import ConnectSchema, Op, Record, RowChange, TableSchema
+from cdcflow.capture.spi import Column, ConnectSchema, Op, Record, RowChange, TableSchema
 from cdcflow.capture.topics import TopicNames
 
 #: Debezium 3.x writes version 2 of the change event envelope schema.
@@ -82,8 +82,17 @@ def context_headers(*, logical_name: str, connector_name: str, run_id: str) -> H
     )
 
 
+def _value_schema(column: Column) -> ConnectSchema:
+    """A column's field schema in the event value (a mapped key column's differs)."""
+    return column.value_schema if column.value_schema is not None else column.schema
+
+
 class TableSerializer:
-    """Turns the row changes of one table into Kafka records."""
+    """Turns the row changes of one table into Kafka records.
+
+    Keys are built from the row's own values; the event value applies the value maps of key
+    columns that have a column mapper, as Debezium maps only their value field.
+    """
 
     def __init__(
         self, table: TableSchema, *, framing: Framing, value_columns: Sequence[str]
@@ -96,6 +105,13 @@ class TableSerializer:
         self._value_names = tuple(value_columns)
         self._key_indexes = table.key_indexes()
         self._key_names = table.key_columns
+        by_name = {column.name: column for column in table.columns}
+        #: Key columns with a column mapper: their value field is mapped, their key is not.
+        self._value_maps = tuple(
+            (name, value_map)
+            for name in value_columns
+            if (value_map := by_name[name].value_map) is not None
+        )
         key_schema, value_schema = self._schemas(framing, value_columns)
         self._headers = framing.context_headers
         self._key_head, self._key_tail = frame(key_schema if framing.key_schemas else None)
@@ -116,7 +132,7 @@ class TableSerializer:
             "type": "struct",
             "optional": True,
             "name": topics.schema_name(table_id, "Value"),
-            "fields": [_field(name, by_name[name].schema) for name in value_columns],
+            "fields": [_field(name, _value_schema(by_name[name])) for name in value_columns],
         }
         fields = [
             {**row, "field": "before"},
@@ -153,10 +169,14 @@ class TableSerializer:
         if row is None:
             return None
         if self._project:
-            return {
+            image = {
                 name: row[i] for name, i in zip(self._value_names, self._value_indexes, strict=True)
             }
-        return dict(zip(self._value_names, row, strict=True))
+        else:
+            image = dict(zip(self._value_names, row, strict=True))
+        for name, value_map in self._value_maps:
+            image[name] = value_map(image[name])
+        return image
 
     def value(
         self,
@@ -296,12 +316,14 @@ class SideRecords:
             "type": "struct",
             "optional": False,
             "name": "io.debezium.connector.common.ServerNameKey",
+            "version": 1,
             "fields": [{"type": "string", "optional": False, "field": "serverName"}],
         }
         beat_value = {
             "type": "struct",
             "optional": False,
             "name": "io.debezium.connector.common.Heartbeat",
+            "version": 1,
             "fields": [_int64("ts_ms", optional=False)],
         }
         self._tx_key = frame(tx_key if framing.key_schemas else None)

@@ -14,6 +14,10 @@ from cdcflow.capture.config import ConnectorProperties
 from cdcflow.capture.spi import TableId
 
 SYSTEM_SCHEMAS = frozenset({"pg_catalog", "information_schema", "pg_toast"})
+#: Tables extensions install into user schemas that Debezium treats as built-in (PostGIS).
+BUILTIN_TABLES = frozenset({"spatial_ref_sys"})
+#: Schemas of temporary tables (``pg_temp_<n>``), built-in too.
+TEMP_SCHEMA_PREFIX = "pg_temp"
 
 
 def _compile(patterns: Sequence[str]) -> tuple[re.Pattern[str], ...]:
@@ -39,6 +43,9 @@ class Filters:
     message_prefix_exclude: tuple[re.Pattern[str], ...]
     key_overrides: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...]
     signal_table: str
+    #: ``table.ignore.builtin``: leave out built-in tables (``spatial_ref_sys``, temporary
+    #: tables); system catalogs are never captured.
+    ignore_builtin: bool = True
     #: Event field name -> column name, per table, for fields renamed by
     #: field.name.adjustment.mode: column filters match the names in the database.
     renamed: dict[tuple[TableId, str], str] = field(default_factory=dict, compare=False)
@@ -57,6 +64,7 @@ class Filters:
             message_prefix_exclude=_compile(properties.message_prefix_exclude_list),
             key_overrides=parse_key_columns(properties.message_key_columns),
             signal_table=properties.signal_data_collection,
+            ignore_builtin=properties.table_ignore_builtin,
         )
 
     def reads(self, table: TableId) -> bool:
@@ -67,6 +75,8 @@ class Filters:
         """Whether changes of ``table`` are emitted as events."""
         name = str(table)
         if table.schema in SYSTEM_SCHEMAS:
+            return False
+        if self.ignore_builtin and is_builtin(table):
             return False
         if self.schema_include and not _matches(self.schema_include, table.schema):
             return False
@@ -120,6 +130,17 @@ class Filters:
             if pattern.fullmatch(str(table)):
                 return columns
         return default
+
+
+def is_builtin(table: TableId) -> bool:
+    """Debezium's built-in PostgreSQL tables: system schemas, ``spatial_ref_sys`` and
+    temporary tables (compared case-insensitively)."""
+    schema = table.schema.lower()
+    return (
+        schema in SYSTEM_SCHEMAS
+        or table.table.lower() in BUILTIN_TABLES
+        or table.schema.startswith(TEMP_SCHEMA_PREFIX)
+    )
 
 
 def parse_key_columns(text: str) -> tuple[tuple[re.Pattern[str], tuple[str, ...]], ...]:

@@ -21,9 +21,10 @@ Regexes are comma-separated, matched case-insensitively against the whole name. 
 gets at most one mapper: the first rule that matches, in the order Debezium builds them
 (truncate, mask, column propagation, datatype propagation, hash, hash v2; in configuration
 order within each kind). Mappers change event *values* only: Debezium builds keys without
-them. Everything here works on the JSON-ready values connectors produce, so it is the same
-for every connector; what a column's length, scale and type name are is the connector's
-business (:class:`SourceColumn`).
+them, so a key column keeps its value in the key and is mapped in the event value alone
+(:func:`apply_rule_to_value_field`). Everything here works on the JSON-ready values
+connectors produce, so it is the same for every connector; what a column's length, scale
+and type name are is the connector's business (:class:`SourceColumn`).
 """
 
 from __future__ import annotations
@@ -88,6 +89,7 @@ _DIGESTS: Final[dict[str, str]] = {
 TYPE_PARAMETER = "__debezium.source.column.type"
 LENGTH_PARAMETER = "__debezium.source.column.length"
 SCALE_PARAMETER = "__debezium.source.column.scale"
+COMMENT_PARAMETER = "__debezium.source.column.comment"
 NAME_PARAMETER = "__debezium.source.column.name"
 #: Java's ``ObjectOutputStream`` stream header, and its string and long-string tags.
 _JAVA_STREAM_HEADER: Final = b"\xac\xed\x00\x05"
@@ -111,6 +113,8 @@ class SourceColumn:
     length: int
     scale: int | None
     character: bool
+    #: The column's comment, when ``include.schema.comments`` reads them.
+    comment: str | None = None
 
 
 @dataclass(frozen=True)
@@ -214,6 +218,18 @@ def apply_rule(column: Column, source: SourceColumn, rule: ColumnRule) -> tuple[
     return replace(column, schema=schema, convert=lambda text: value_map(convert(text))), value_map
 
 
+def apply_rule_to_value_field(column: Column, source: SourceColumn, rule: ColumnRule) -> Column:
+    """A key column with a mapper: Debezium builds keys without mappers, so the key keeps the
+    column as it is and only its field in the event value gets the rule's schema parameters
+    and mapped values (``value_schema``, ``value_map``)."""
+    parameters, value_map = _mapper(rule, source, column.schema)
+    return replace(
+        column,
+        value_schema=_with_parameters(column.schema, parameters),
+        value_map=None if value_map is _identity else value_map,
+    )
+
+
 def _identity(value: Any) -> Any:
     return value
 
@@ -243,8 +259,20 @@ def propagated_parameters(source: SourceColumn) -> dict[str, str]:
         parameters[LENGTH_PARAMETER] = str(source.length)
     if source.scale is not None:
         parameters[SCALE_PARAMETER] = str(source.scale)
+    if source.comment:
+        parameters[COMMENT_PARAMETER] = source.comment
     parameters[NAME_PARAMETER] = source.name
     return parameters
+
+
+def with_doc(schema: ConnectSchema, doc: str) -> ConnectSchema:
+    """The schema with ``doc`` where JsonConverter writes it: before ``parameters`` and
+    ``default`` (``include.schema.comments``: a column's comment documents its field)."""
+    trailing = ("parameters", "default")
+    out = {key: value for key, value in schema.items() if key not in trailing}
+    out["doc"] = doc
+    out.update({key: value for key, value in schema.items() if key in trailing})
+    return out
 
 
 def _with_parameters(schema: ConnectSchema, parameters: dict[str, str]) -> ConnectSchema:

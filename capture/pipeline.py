@@ -227,7 +227,8 @@ class Pipeline:
         self._stats = stats
         self._stop = stop
         self._flush_interval = properties.offset_flush_interval_ms / 1000
-        self._heartbeat_interval = properties.heartbeat_interval_ms / 1000
+        self._heartbeat_interval = properties.effective_heartbeat_interval_ms / 1000
+        self._signal_poll_interval = properties.signal_poll_interval_ms / 1000
         self._on_heartbeat = on_heartbeat
         self._message_record = message_record
 
@@ -278,8 +279,8 @@ class Pipeline:
             if self._heartbeat_interval and now - last_beat >= self._heartbeat_interval:
                 self._heartbeat()
                 last_beat = now
-            if signalling is not None and (kind is Idle or now - last_poll >= 1.0):
-                signalling.poll()
+            if signalling is not None and now - last_poll >= self._signal_poll_interval:
+                signalling.poll()  # the Kafka channel, every signal.poll.interval.ms
                 last_poll = now
             if self._stop.is_set():
                 break

@@ -241,6 +241,10 @@ class CdcConnector(Spec):
 
     def properties(self) -> ConnectorProperties:
         """Debezium properties: ``config`` plus the typed fields (setting one twice is an error)."""
+        return parse_properties(self.raw_properties())
+
+    def raw_properties(self) -> dict[str, Any]:
+        """The properties as configured: ``config`` plus the typed fields, not yet parsed."""
         raw: dict[str, Any] = dict(self.spec.config)
         for name, value in self._typed_properties().items():
             if name in raw and raw[name] != value:
@@ -250,7 +254,7 @@ class CdcConnector(Spec):
             raw[name] = value
         if "topic.prefix" not in raw and "database.server.name" not in raw:
             raw["topic.prefix"] = self.metadata.name
-        return parse_properties(raw)
+        return raw
 
     def _typed_properties(self) -> dict[str, Any]:
         spec, out = self.spec, dict[str, Any]()

@@ -9,6 +9,7 @@ every connector.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 
 from cdcflow.capture.errors import FatalError
 from cdcflow.capture.spi import Offset, RowChange
@@ -42,6 +43,73 @@ def should_snapshot(mode: str, offset: Offset | None, *, position_available: boo
 def streams_after_snapshot(mode: str) -> bool:
     """``initial_only`` stops once the snapshot completed."""
     return mode != "initial_only"
+
+
+@dataclass(frozen=True)
+class ConfigurationBased:
+    """``snapshot.mode=configuration_based``: the ``snapshot.mode.configuration.based.*``
+    switches (Debezium's ``ConfigurationBasedSnapshotter``).
+
+    ``snapshot_data`` snapshots at every start, whatever the offsets say; ``start_stream``
+    streams afterwards. ``snapshot_schema`` and ``snapshot_on_schema_error`` concern the
+    schema history of historized connectors, which PostgreSQL has not: Debezium's PostgreSQL
+    connector ignores the first and refuses to start without offsets under the second, as
+    cdcflow does. ``snapshot_on_data_error`` discards offsets whose position the slot no
+    longer holds (instead of failing) and goes on as if there were none.
+    """
+
+    snapshot_data: bool = False
+    snapshot_schema: bool = False
+    start_stream: bool = False
+    snapshot_on_schema_error: bool = False
+    snapshot_on_data_error: bool = False
+
+
+@dataclass(frozen=True)
+class StartPlan:
+    """What a start does: snapshot or not, stream or not, and the offset to resume from."""
+
+    snapshot: bool
+    stream: bool
+    offset: Offset | None
+
+
+def plan_start(
+    mode: str,
+    offset: Offset | None,
+    *,
+    position_available: bool = True,
+    configured: ConfigurationBased | None = None,
+) -> StartPlan:
+    """The start of a connector with ``offset``, per ``snapshot.mode``."""
+    if mode != "configuration_based":
+        snapshot = should_snapshot(mode, offset, position_available=position_available)
+        return StartPlan(snapshot, streams_after_snapshot(mode), offset)
+    settings = configured or ConfigurationBased()
+    if offset is None:
+        if settings.snapshot_on_schema_error:
+            raise FatalError(
+                "Could not find existing redo log information while attempting schema only "
+                "recovery snapshot (snapshot.mode.configuration.based.snapshot.on.schema.error"
+                "=true needs stored offsets; set it to false)"
+            )
+    elif snapshot_incomplete(offset):
+        if not settings.snapshot_data and not settings.snapshot_schema:
+            raise FatalError(
+                "The connector previously stopped while taking a snapshot, but now the "
+                "connector is configured to never allow snapshots. Set "
+                "snapshot.mode.configuration.based.snapshot.data=true to take it again."
+            )
+    elif not position_available and settings.start_stream:
+        if not settings.snapshot_on_data_error:
+            raise FatalError(
+                f"The connector is trying to read change stream starting at {offset.to_dict()}, "
+                "but this is no longer available on the server. Set "
+                "snapshot.mode.configuration.based.snapshot.on.data.error=true (or use "
+                "snapshot.mode=when_needed)."
+            )
+        offset = None
+    return StartPlan(settings.snapshot_data, settings.start_stream, offset)
 
 
 def mark_positions(changes: Iterable[RowChange]) -> Iterator[RowChange]:

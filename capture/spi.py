@@ -43,13 +43,20 @@ class TableId:
 
 @dataclass(frozen=True, slots=True)
 class Column:
-    """One captured column: its event schema and the converter from the database's text form."""
+    """One captured column: its event schema and the converter from the database's text form.
+
+    A key column with a column mapper keeps its own value in the key (and in row tuples);
+    ``value_schema`` and ``value_map`` then describe its field in the event value, as
+    Debezium maps only that field.
+    """
 
     name: str
     type_name: str
     schema: ConnectSchema
     convert: Converter
     optional: bool = True
+    value_schema: ConnectSchema | None = None
+    value_map: Callable[[Any], Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)

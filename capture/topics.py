@@ -2,12 +2,27 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from cdcflow.capture.config import ConnectorProperties
 from cdcflow.capture.errors import FatalError
 from cdcflow.capture.names import NameAdjuster, NameConflictError
 from cdcflow.capture.spi import TableId
+
+#: Kafka's limit on topic name length.
+MAX_TOPIC_LENGTH = 249
+_INVALID_TOPIC_CHARACTER = re.compile(r"[^A-Za-z0-9._-]")
+
+
+def sanitized_topic(name: str) -> str:
+    """A data topic name as Debezium's ``sanitizedTopicName`` makes it valid for Kafka: other
+    characters than ``A-Za-z0-9._-`` become ``_``, the name is cut to 249 characters, and
+    ``.``/``..`` become ``_``/``__``."""
+    sanitized = _INVALID_TOPIC_CHARACTER.sub("_", name)[:MAX_TOPIC_LENGTH]
+    if sanitized in (".", ".."):
+        sanitized = "_" * len(sanitized)
+    return sanitized
 
 
 def _unadjusted() -> NameAdjuster:
@@ -31,12 +46,14 @@ class TopicNames:
             prefix=properties.topic_prefix,
             delimiter=properties.topic_delimiter,
             transaction_suffix=properties.topic_transaction,
-            heartbeat_prefix=properties.heartbeat_topics_prefix,
+            heartbeat_prefix=properties.topic_heartbeat_prefix
+            or properties.heartbeat_topics_prefix,
             schema_names=NameAdjuster(properties.schema_name_adjustment_mode, fields=False),
         )
 
     def data(self, table: TableId) -> str:
-        return self.delimiter.join((self.prefix, table.schema, table.table))
+        """``<prefix>.<schema>.<table>``, sanitized as Debezium's default strategies do."""
+        return sanitized_topic(self.delimiter.join((self.prefix, table.schema, table.table)))
 
     @property
     def transaction(self) -> str:

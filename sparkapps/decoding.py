@@ -5,10 +5,11 @@ Two steps, because a Debezium value describes its own schema:
 1. :func:`records` reads every Kafka record once, drops tombstones and splits the value into
    its Connect schema (text) and payload (text), so schemas can be collected per topic.
    Records that are not JSON, or not change events, get a ``_cdc_problem``.
-2. :func:`changes` parses one table's payloads with the Spark schema derived from its Connect
-   schema(s) (:mod:`cdcflow.sparkapps.schemas`) and converts wire values to stored values
-   (base64 to binary and decimals, day numbers to dates, ...). Rows that do not match the
-   schema, or carry an unknown op or no position, get a ``_cdc_problem``.
+2. :func:`changes` parses one schema version's payloads with the Spark schema derived from
+   that Connect schema (:mod:`cdcflow.sparkapps.schemas`) and converts wire values to stored
+   values (base64 to binary and decimals, day numbers to dates, ...), then to the table's
+   column types. Rows that do not match the schema, or carry an unknown op or no position,
+   get a ``_cdc_problem``.
 
 The change rows have the table's columns (the ``after`` image, or ``before`` for deletes) and
 the metadata columns named in :data:`META_COLUMNS`.
@@ -26,6 +27,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as sf
 from pyspark.sql import types as st
 
+from cdcflow.sparkapps import evolution
 from cdcflow.sparkapps.positions import Ordering
 from cdcflow.sparkapps.schemas import Conversion, EnvelopePlan, TypePlan
 
@@ -118,9 +120,20 @@ def envelope_type(plan: EnvelopePlan) -> st.StructType:
 
 
 def changes(
-    records_of_table: DataFrame, plan: EnvelopePlan, ordering: Ordering, *, keyed: bool
+    records_of_table: DataFrame,
+    plan: EnvelopePlan,
+    ordering: Ordering,
+    *,
+    keyed: bool,
+    columns: st.StructType | None = None,
 ) -> DataFrame:
     """One table's records as change rows: its columns, :data:`META_COLUMNS` and a problem.
+
+    Every record is parsed and converted with ``plan``, which must be the plan of the schema
+    the records were written with: the wire alone does not say a decimal's scale or a
+    timestamp's unit. ``columns`` (default: the plan's own) are the columns the rows get, in
+    that order: a converted value is cast to its column's type (which holds every value of
+    the plan's type), a column the plan lacks is null.
 
     ``m`` (logical decoding message) events are not row changes and are dropped. With
     ``keyed``, a row change without a Kafka key (a table without a primary key) is a problem,
@@ -136,13 +149,13 @@ def changes(
     op = event["op"]
     image = sf.when(op == "d", event["before"]).otherwise(event["after"])
     position = ordering.position(event["source"])
-    columns = [convert(image[f.name], f.plan).alias(f.name) for f in plan.row.fields]
+    stored = stored_columns(image, plan.row, columns)
     problem = _problem(event, op, position, keyed=keyed)
     decimals = decimal_problem(image, plan.row)
     if decimals is not None:
         problem = sf.coalesce(problem, decimals)
     rows = decoded.select(
-        *columns,
+        *stored,
         op.alias(OP),
         position.alias(POSITION),
         sf.timestamp_millis(event["source"]["ts_ms"]).alias(SOURCE_TS),
@@ -155,6 +168,23 @@ def changes(
     )
     # Keep the payload only where a dead letter needs it: the rows are persisted.
     return rows.withColumn(PAYLOAD, sf.when(sf.col(PROBLEM).isNotNull(), sf.col(PAYLOAD)))
+
+
+def stored_columns(image: Column, row: TypePlan, columns: st.StructType | None) -> list[Column]:
+    """The row ``image`` converted with its own plan ``row``, as ``columns`` (see ``changes``)."""
+    if columns is None:
+        return [convert(image[f.name], f.plan).alias(f.name) for f in row.fields]
+    stored = []
+    for column in columns.fields:
+        field = row.field(column.name)
+        if field is None:
+            value = sf.lit(None).cast(column.dataType)
+        elif evolution.same_type(field.plan.typed, column.dataType):
+            value = convert(image[field.name], field.plan)
+        else:
+            value = convert(image[field.name], field.plan).cast(column.dataType)
+        stored.append(value.alias(column.name))
+    return stored
 
 
 def _problem(event: Column, op: Column, position: Column, *, keyed: bool) -> Column:

@@ -4,15 +4,17 @@
 returns, per topic and schema version, the Connect schema text, a sample key and the counts.
 :func:`reconcile` (pure) then decides, per table, which schema versions can be applied to the
 target as it is (and which columns to add) and which are a schema mismatch. :func:`prepare`
-decodes the accepted records into change rows and collects the :class:`Facts` the appliers
+decodes the accepted records into change rows, each record with the plan of the schema version
+it was written with, in the target's column types, and collects the :class:`Facts` the appliers
 branch on (truncates, deletes, placeholders), so no applier needs another action to know them.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -60,12 +62,28 @@ class SchemaVersion:
 
 @dataclass(frozen=True)
 class Reconciled:
-    """The outcome of :func:`reconcile` for one table."""
+    """The outcome of :func:`reconcile` for one table.
+
+    ``plan`` is the union of the accepted versions: it names the table's columns and reads
+    the positions. It never decodes a record: each record is decoded with the plan of its
+    own version in ``versions`` (its own decimal scales, time units and wire types), then
+    cast to its column in ``columns``.
+    """
 
     plan: EnvelopePlan | None
-    accepted: tuple[int | None, ...] = ()
+    versions: tuple[tuple[int | None, EnvelopePlan], ...] = ()
+    """Each accepted schema version's own plan, oldest first."""
     rejected: Mapping[int | None, str] = field(default_factory=dict)
     fit: evolution.Fit = field(default_factory=evolution.Fit)
+    columns: st.StructType = field(default_factory=st.StructType)
+    """The columns the change rows hold: the target's type where the target has the column,
+    else the type of the first accepted version that has it. Every accepted version's values
+    fit them exactly."""
+
+    @property
+    def accepted(self) -> tuple[int | None, ...]:
+        """The schema ids of the accepted versions, oldest first."""
+        return tuple(schema_id for schema_id, _ in self.versions)
 
 
 @dataclass(frozen=True)
@@ -93,7 +111,7 @@ class TableWork:
     name: str
     keys: tuple[str, ...]
     columns: tuple[st.StructField, ...]
-    casts: Mapping[str, st.DataType]
+    """The table's columns, in the types ``changes`` holds them (the target's types)."""
     unavailable: tuple[tuple[str, Column], ...]
     changes: DataFrame
     facts: Facts
@@ -148,6 +166,8 @@ def reconcile(
     Versions are checked in order against the target as the earlier accepted versions leave
     it, so the first type a column had wins. A version that cannot be read, or whose column
     types clash, is rejected with the reason; the rest are merged (new columns are added).
+    The accepted versions keep their own plans: two versions of a column may store the same
+    type yet differ on the wire (a ``Decimal``'s scale, ``Timestamp`` vs ``MicroTimestamp``).
     """
     accepted: list[tuple[int | None, EnvelopePlan]] = []
     rejected: dict[int | None, str] = {}
@@ -162,14 +182,21 @@ def reconcile(
             current = st.StructType([*(current.fields if current else []), *fit.added])
         else:
             rejected[schema_id] = "schema mismatch: " + "; ".join(fit.conflicts)
-    if not accepted:
+    if not accepted or current is None:
         return Reconciled(None, (), rejected)
     merged = merge_envelopes([plan for _, plan in accepted])
     if positions.ordering_for(merged.source.names) is None:
         reason = f"no source position in the source block ({positions.describe_orderings()})"
         return Reconciled(None, (), {**rejected, **{i: reason for i, _ in accepted}})
     fit = evolution.fit(_row_type(merged), target)
-    return Reconciled(merged, tuple(i for i, _ in accepted), rejected, fit)
+    columns = _stored_columns(merged.row.names, current)
+    return Reconciled(merged, tuple(accepted), rejected, fit, columns)
+
+
+def _stored_columns(names: Sequence[str], current: st.StructType) -> st.StructType:
+    """The columns ``names`` with their types in ``current`` (the target as it will be)."""
+    types = {f.name: f.dataType for f in current.fields}
+    return st.StructType([evolution.nullable(st.StructField(n, types[n])) for n in names])
 
 
 def inferred_plan(
@@ -220,25 +247,42 @@ def prepare(
     placeholder: str,
 ) -> TableWork:
     """Decode the accepted records of one table and collect their :class:`Facts`."""
-    plan = reconciled.plan
-    assert plan is not None
-    ordering = positions.ordering_for(plan.source.names)
-    assert ordering is not None
-    accepted = _accepted(records, reconciled.accepted)
-    changes = decoding.changes(accepted, plan, ordering, keyed=keyed)
-    changes = changes.persist(StorageLevel.MEMORY_AND_DISK)
-    columns = tuple(evolution.nullable(c) for c in _row_type(plan).fields)
+    changes = decode(records, reconciled, keyed=keyed).persist(StorageLevel.MEMORY_AND_DISK)
+    columns = tuple(reconciled.columns.fields)
     unavailable = tuple(transforms.unavailable_columns(columns, placeholder))
     return TableWork(
         topic=topic,
         name=name,
         keys=keys,
         columns=columns,
-        casts=dict(reconciled.fit.casts),
         unavailable=unavailable,
         changes=changes,
         facts=collect_facts(changes, unavailable),
     )
+
+
+def decode(records: DataFrame, reconciled: Reconciled, *, keyed: bool) -> DataFrame:
+    """The accepted records as change rows, each decoded with its own schema version's plan.
+
+    One :func:`decoding.changes` per version, over that version's records only, all cast to
+    ``reconciled.columns`` and united. Positions are read with the merged ``source`` block,
+    so every version yields them the same way.
+    """
+    plan = reconciled.plan
+    assert plan is not None
+    ordering = positions.ordering_for(plan.source.names)
+    assert ordering is not None
+    frames = [
+        decoding.changes(
+            _accepted(records, [schema_id]),
+            replace(version, source=plan.source),
+            ordering,
+            keyed=keyed,
+            columns=reconciled.columns,
+        )
+        for schema_id, version in reconciled.versions
+    ]
+    return functools.reduce(DataFrame.unionByName, frames)
 
 
 def collect_facts(changes: DataFrame, unavailable: Sequence[tuple[str, Column]]) -> Facts:

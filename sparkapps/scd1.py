@@ -55,15 +55,14 @@ def apply(work: TableWork, target: DeltaTarget, tombstones: Tombstones) -> None:
 
 
 def latest_changes(work: TableWork, floor: str | None, tombstones: Tombstones) -> DataFrame:
-    """Steps 1-3: the change to apply per key, cast to the target's column types."""
+    """Steps 1-3: the change to apply per key (decoding gave it the target's column types)."""
     rows = transforms.row_changes(work.changes, after=floor)
     if work.facts.placeholders:
         rows = transforms.fill_unavailable(rows, work.keys, work.unavailable)
     columns = [c.name for c in work.columns]
     rows = rows.select(*columns, OP, POSITION, SOURCE_TS, *transforms.ORDER_COLUMNS)
     latest = transforms.latest_per_key(rows, work.keys)
-    latest = tombstones.newer(latest).select(*columns, OP, POSITION, SOURCE_TS)
-    return transforms.cast_columns(latest, dict(work.casts))
+    return tombstones.newer(latest).select(*columns, OP, POSITION, SOURCE_TS)
 
 
 def merge(target: DeltaTarget, latest: DataFrame, work: TableWork) -> None:

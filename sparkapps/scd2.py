@@ -111,8 +111,7 @@ def new_events(
         previous = sf.col(_PREVIOUS)[name]
         still = sf.col(name).eqNullSafe(literal) & sf.col(_PREVIOUS).isNotNull()
         events = events.withColumn(name, sf.when(still, previous).otherwise(sf.col(name)))
-    events = events.drop(_SEEN, _PREVIOUS)
-    return transforms.cast_columns(events, dict(work.casts))
+    return events.drop(_SEEN, _PREVIOUS)
 
 
 def last_seen(target: DeltaTarget, events: DataFrame, work: TableWork) -> DataFrame:

@@ -229,10 +229,12 @@ def plan_from_text(schema_text: str) -> EnvelopePlan:
 def merge(older: TypePlan, newer: TypePlan) -> TypePlan:
     """Two versions of a struct as one: every field of both.
 
-    On a type clash the newer plan wins, unless its values fit the older type (a column
-    narrowed at the source keeps its wider type, so older values still parse). Field order
+    On a type clash the newer plan wins, unless its values fit the older type. Field order
     is the older version's, then the fields only the newer one has, so a column added at the
-    source is appended to the target.
+    source is appended to the target. The result names the table's columns; it must not
+    decode records: a merged field has one version's scale, unit and wire type, so every
+    record is decoded with the plan of its own version
+    (:func:`cdcflow.sparkapps.planning.decode`).
     """
     if not (older.fields and newer.fields):
         return older if evolution.widens(newer.typed, older.typed) else newer

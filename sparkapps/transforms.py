@@ -139,10 +139,3 @@ def first_per_key(changes: DataFrame, keys: Sequence[str]) -> DataFrame:
             sf.col("_first").getField(SOURCE_TS).alias(SOURCE_TS),
         )
     )
-
-
-def cast_columns(frame: DataFrame, casts: dict[str, st.DataType]) -> DataFrame:
-    """``frame`` with the named columns cast to the target's (wider) types."""
-    for name, data_type in casts.items():
-        frame = frame.withColumn(name, sf.col(name).cast(data_type))
-    return frame

@@ -138,7 +138,9 @@ def test_source_types_are_propagated_as_debezium_reads_them_in_snapshot_and_stre
     assert _field(streamed, "name") == _field(snapshot, "name")
 
 
-def test_key_columns_are_never_mapped(capture: CaptureHarness) -> None:
+def test_a_mapped_key_column_keeps_its_value_in_the_key_and_is_mapped_in_the_value(
+    capture: CaptureHarness,
+) -> None:
     table = capture.table("keymask")
     capture.sql(
         f"CREATE TABLE {table} (email text PRIMARY KEY, note text)",
@@ -146,11 +148,30 @@ def test_key_columns_are_never_mapped(capture: CaptureHarness) -> None:
     )
     config = {"column.mask.with.3.chars": f"public\\.{table}\\..*"}
     running = capture.start(capture.resource([table], **config))
-    events = capture.wait_for_events(f"public.{table}", lambda ev: len(ev) >= 1)
+    capture.sql(f"UPDATE {table} SET email = 'x@y.z' WHERE email = 'a@b.c'")
+    events = capture.wait_for_events(f"public.{table}", lambda ev: len(ev) >= 4)
     running.stop()
 
-    assert events[0].key["payload"] == {"email": "a@b.c"}
-    assert events[0].payload["after"] == {"email": "a@b.c", "note": "***"}
+    snapshot, delete, tombstone, create = events
+    assert snapshot.key["payload"] == {"email": "a@b.c"}
+    assert snapshot.payload["after"] == {"email": "***", "note": "***"}
+    key_field = snapshot.key["schema"]["fields"][0]
+    assert "parameters" not in key_field
+    assert _field(snapshot, "email")["parameters"] == {"masked": "true"}
+    # The primary-key change: delete and create keyed and headed by the raw keys.
+    assert (delete.op, delete.key["payload"], delete.payload["before"]["email"]) == (
+        "d",
+        {"email": "a@b.c"},
+        "***",
+    )
+    assert delete.headers["__debezium.newkey"] == b'{"email":"x@y.z"}'
+    assert tombstone.value is None and tombstone.key["payload"] == {"email": "a@b.c"}
+    assert (create.op, create.key["payload"], create.payload["after"]["email"]) == (
+        "c",
+        {"email": "x@y.z"},
+        "***",
+    )
+    assert create.headers["__debezium.oldkey"] == b'{"email":"a@b.c"}'
 
 
 def test_money_fraction_digits_is_the_scale_of_precise_money(capture: CaptureHarness) -> None:

@@ -128,28 +128,60 @@ def test_engine_resumes_from_offsets_kept_in_kafka(capture: CaptureHarness) -> N
     assert not capture.offsets_path.exists()
 
 
-def test_an_event_that_cannot_be_converted_stops_or_is_skipped_per_the_failure_mode(
+def test_a_value_that_cannot_be_converted_is_null_or_fails_per_the_failure_modes(
     capture: CaptureHarness,
 ) -> None:
     table = capture.table("nan")
-    capture.sql(f"CREATE TABLE {table} (id int PRIMARY KEY, amount numeric(10,2))")
-    failing = capture.start(capture.resource([table]))
-    capture.sql(f"INSERT INTO {table} VALUES (1, 'NaN')")
+    capture.sql(
+        f"CREATE TABLE {table} (id int PRIMARY KEY, amount numeric(10,2), "
+        "total numeric(10,2) NOT NULL DEFAULT 0)"
+    )
+    # cdcflow's default (converting=fail) stops rather than writing a null; the message
+    # names the properties that would let it go on.
+    stopping = capture.start(capture.resource([table]))
+    capture.sql(f"INSERT INTO {table} VALUES (1, 'NaN', 1)")
+    stopping.thread.join(30)
+    assert stopping.errors, "the connector turned an unconvertible value into something"
+    assert "event.converting.failure.handling.mode=warn" in str(stopping.errors[0])
+    stopping.errors.clear()
+
+    # Debezium's default (event.converting.failure.handling.mode=warn): the column is null.
+    nulling = capture.start(
+        capture.resource([table], **{"event.converting.failure.handling.mode": "warn"})
+    )
+    events = capture.wait_for_events(f"public.{table}", lambda ev: len(ev) >= 1)
+    nulling.stop()
+    assert events[0].payload["after"] == {"id": 1, "amount": None, "total": "ZA=="}
+
+    # A NOT NULL column cannot be null: the event fails, and so does the connector.
+    failing = capture.start(
+        capture.resource([table], **{"event.converting.failure.handling.mode": "warn"})
+    )
+    capture.sql(f"INSERT INTO {table} VALUES (2, 1, 'NaN')")
     failing.thread.join(30)
     assert failing.errors, "the connector kept going on an event it could not convert"
-    assert "event.processing.failure.handling.mode" in str(failing.errors[0])
-    assert "NaN" in str(failing.errors[0]) or "decimal.handling.mode" in str(failing.errors[0])
+    message = str(failing.errors[0])
+    assert "event.processing.failure.handling.mode" in message and "NOT NULL" in message
     failing.errors.clear()
 
+    # converting=fail fails every such event; processing=warn then leaves it out.
     skipping = capture.start(
-        capture.resource([table], **{"event.processing.failure.handling.mode": "warn"})
+        capture.resource(
+            [table],
+            **{
+                "event.converting.failure.handling.mode": "fail",
+                "event.processing.failure.handling.mode": "warn",
+            },
+        )
     )
-    capture.sql(f"INSERT INTO {table} VALUES (2, 2.5)")
+    capture.sql(
+        f"INSERT INTO {table} VALUES (3, 'NaN', 1)", f"INSERT INTO {table} VALUES (4, 2.5, 1)"
+    )
     events = capture.wait_for_events(
-        f"public.{table}", lambda ev: any(e.key["payload"]["id"] == 2 for e in ev)
+        f"public.{table}", lambda ev: any(e.key["payload"]["id"] == 4 for e in ev)
     )
     skipping.stop()
-    assert [e.key["payload"]["id"] for e in events] == [2]
+    assert [e.key["payload"]["id"] for e in events] == [1, 4]
 
 
 def test_initial_statements_run_on_the_snapshot_connection(capture: CaptureHarness) -> None:

@@ -18,10 +18,13 @@ from cdcflow.capture.mapping import (
     ColumnRule,
     SourceColumn,
     apply_rule,
+    apply_rule_to_value_field,
     java_serialized,
     parse_rule,
+    propagated_parameters,
     propagation_rules,
     truncate_string,
+    with_doc,
 )
 from cdcflow.capture.names import NameAdjuster, NameConflictError, adjust_name
 from cdcflow.capture.spi import Column, TableId
@@ -266,3 +269,49 @@ def test_two_names_adjusted_into_one_are_a_conflict() -> None:
     assert adjust("a_b") == "a_b"  # unchanged names never conflict
     with pytest.raises(NameConflictError, match=r"'a-b' and 'a\.b'"):
         adjust("a.b")
+
+
+# -- key columns and comments --------------------------------------------------------------
+
+
+def test_a_key_columns_mapper_applies_to_its_value_field_only() -> None:
+    column = Column("code", "varchar", {"type": "string", "optional": False}, str)
+    rule = ColumnRule("hash_v2", (r"public\.users\.code",), algorithm="SHA-256", salt="s")
+    mapped = apply_rule_to_value_field(column, VARCHAR_10, rule)
+    assert mapped.schema == column.schema and mapped.convert is column.convert
+    assert mapped.value_schema == {
+        "type": "string",
+        "optional": False,
+        "parameters": {"masked": "true"},
+    }
+    assert mapped.value_map is not None and len(mapped.value_map("abc")) == 10
+
+
+def test_propagation_on_a_key_column_changes_only_its_value_schema() -> None:
+    column = Column("code", "varchar", {"type": "string", "optional": False}, str)
+    mapped = apply_rule_to_value_field(column, VARCHAR_10, ColumnRule("propagate", (".*",)))
+    assert mapped.value_map is None
+    assert mapped.value_schema is not None and "parameters" in mapped.value_schema
+
+
+def test_a_comment_documents_the_field_before_its_parameters_and_default() -> None:
+    schema = {"type": "int32", "optional": True, "parameters": {"a": "b"}, "default": 0}
+    assert list(with_doc(schema, "the count")) == [
+        "type",
+        "optional",
+        "doc",
+        "parameters",
+        "default",
+    ]
+
+
+def test_propagation_carries_the_comment_when_comments_are_read() -> None:
+    commented = SourceColumn("code", "varchar", 10, 0, character=True, comment="the code")
+    assert list(propagated_parameters(commented)) == [
+        "__debezium.source.column.type",
+        "__debezium.source.column.length",
+        "__debezium.source.column.scale",
+        "__debezium.source.column.comment",
+        "__debezium.source.column.name",
+    ]
+    assert "__debezium.source.column.comment" not in propagated_parameters(VARCHAR_10)

@@ -160,3 +160,55 @@ def test_heartbeat_goes_to_the_prefixed_topic_keyed_by_server_name() -> None:
     record = side.heartbeat()
     assert record.topic == "__debezium-heartbeat.shop"
     assert orjson.loads(record.key or b"") == {"serverName": "shop"}
+
+
+def _hashed(value: Any) -> Any:
+    return None if value is None else f"hash({value})"
+
+
+#: ``code`` is the key and has a column mapper: Debezium maps its value field only.
+MAPPED_KEY = TableSchema(
+    TableId("public", "codes"),
+    (
+        Column(
+            "code",
+            "varchar",
+            {"type": "string", "optional": False},
+            str,
+            optional=False,
+            value_schema={"type": "string", "optional": False, "parameters": {"masked": "true"}},
+            value_map=_hashed,
+        ),
+        Column("note", "text", {"type": "string", "optional": True}, str),
+    ),
+    ("code",),
+)
+
+
+def _mapped_key_records(change: RowChange) -> list[Any]:
+    framing = Framing(topics=TOPICS, source_schema=SOURCE_SCHEMA)
+    serializer = TableSerializer(MAPPED_KEY, framing=framing, value_columns=("code", "note"))
+    return serializer.records(change, tombstones=True)
+
+
+def test_a_mapped_key_column_keeps_its_value_in_the_key_and_is_mapped_in_the_value() -> None:
+    change = RowChange(MAPPED_KEY, Op.CREATE, None, ("a1", "n"), {"ts_ms": 1})
+    [record] = _mapped_key_records(change)
+    key, value = orjson.loads(record.key or b""), orjson.loads(record.value or b"")
+    assert key["payload"] == {"code": "a1"}
+    assert key["schema"]["fields"] == [{"type": "string", "optional": False, "field": "code"}]
+    assert value["payload"]["after"] == {"code": "hash(a1)", "note": "n"}
+    after = next(f for f in value["schema"]["fields"] if f["field"] == "after")
+    assert after["fields"][0]["parameters"] == {"masked": "true"}
+
+
+def test_a_key_change_of_a_mapped_key_carries_raw_keys_and_mapped_values() -> None:
+    change = RowChange(MAPPED_KEY, Op.UPDATE, ("a1", "n"), ("b2", "n"), {"ts_ms": 1})
+    delete, tombstone, create = _mapped_key_records(change)
+    assert orjson.loads(delete.key or b"")["payload"] == {"code": "a1"}
+    assert orjson.loads(delete.value or b"")["payload"]["before"]["code"] == "hash(a1)"
+    assert dict(delete.headers)["__debezium.newkey"] == b'{"code":"b2"}'
+    assert tombstone.value is None
+    assert orjson.loads(create.key or b"")["payload"] == {"code": "b2"}
+    assert orjson.loads(create.value or b"")["payload"]["after"]["code"] == "hash(b2)"
+    assert dict(create.headers)["__debezium.oldkey"] == b'{"code":"a1"}'

@@ -377,3 +377,86 @@ def test_reconcile_rejects_events_whose_source_has_no_known_position() -> None:
     assert result.plan is None
     assert "no source position" in result.rejected[7]
     assert "postgresql: lsn" in result.rejected[7]
+
+
+def _decimal_column(field: str, scale: int, precision: int) -> dict[str, Any]:
+    parameters = {"scale": str(scale), "connect.decimal.precision": str(precision)}
+    return _column(field, "bytes", **_decimal_schema(**parameters))
+
+
+def _row_plans(result: planning.Reconciled, column: str) -> list[schemas.TypePlan]:
+    """The plan each accepted version decodes ``column`` with, oldest version first."""
+    found = [plan.row.field(column) for _, plan in result.versions]
+    assert all(found)
+    return [f.plan for f in found if f is not None]
+
+
+def _columns(result: planning.Reconciled) -> dict[str, str]:
+    return {f.name: f.dataType.simpleString() for f in result.columns.fields}
+
+
+def test_reconcile_keeps_each_versions_own_decimal_scale_to_decode_its_records() -> None:
+    target = st.StructType(
+        [st.StructField("id", st.IntegerType()), st.StructField("amount", st.DecimalType(12, 4))]
+    )
+    numeric_10_2 = _envelope(_column("id", "int32"), _decimal_column("amount", 2, 10))
+    numeric_12_4 = _envelope(_column("id", "int32"), _decimal_column("amount", 4, 12))
+
+    result = planning.reconcile(
+        [(1, schemas.envelope_plan(numeric_10_2)), (2, schemas.envelope_plan(numeric_12_4))],
+        target,
+    )
+
+    assert result.accepted == (1, 2)
+    assert [p.scale for p in _row_plans(result, "amount")] == [2, 4]
+    assert _columns(result) == {"id": "int", "amount": "decimal(12,4)"}
+
+
+def test_reconcile_keeps_each_versions_own_time_unit_to_decode_its_records() -> None:
+    versions = [
+        schemas.envelope_plan(
+            _envelope(_column("id", "int32"), _column("at", "int64", name=f"io.debezium.time.{n}"))
+        )
+        for n in ("Timestamp", "MicroTimestamp", "NanoTimestamp")
+    ]
+
+    result = planning.reconcile(list(enumerate(versions)), None)
+
+    assert result.accepted == (0, 1, 2)
+    assert [p.conversion for p in _row_plans(result, "at")] == [
+        Conversion.LOCAL_MILLIS,
+        Conversion.LOCAL_MICROS,
+        Conversion.LOCAL_NANOS,
+    ]
+    assert _columns(result) == {"id": "int", "at": "timestamp_ntz"}
+
+
+def test_reconciled_rows_take_the_target_type_even_where_the_merged_plan_is_narrower() -> None:
+    target = st.StructType(
+        [st.StructField("id", st.LongType()), st.StructField("amount", st.DecimalType(12, 4))]
+    )
+    numeric_10_2 = _envelope(_column("id", "int32"), _decimal_column("amount", 2, 10))
+    numeric_10_4 = _envelope(_column("id", "int32"), _decimal_column("amount", 4, 10))
+
+    result = planning.reconcile(
+        [(1, schemas.envelope_plan(numeric_10_2)), (2, schemas.envelope_plan(numeric_10_4))],
+        target,
+    )
+
+    assert result.accepted == (1, 2)
+    assert result.plan is not None and _typed(result.plan)["amount"] == "decimal(10,4)"
+    assert _columns(result) == {"id": "bigint", "amount": "decimal(12,4)"}
+
+
+def test_reconciled_rows_of_a_new_column_take_the_type_of_its_first_version() -> None:
+    bigint = _envelope(_column("id", "int32"), _column("n", "int64"))
+    int_ = _envelope(_column("id", "int32"), _column("n", "int32"))
+    target = st.StructType([st.StructField("id", st.IntegerType())])
+
+    result = planning.reconcile(
+        [(1, schemas.envelope_plan(bigint)), (2, schemas.envelope_plan(int_))], target
+    )
+
+    assert result.accepted == (1, 2)
+    assert [p.typed for p in _row_plans(result, "n")] == [st.LongType(), st.IntegerType()]
+    assert _columns(result) == {"id": "int", "n": "bigint"}

@@ -162,3 +162,43 @@ def _regclass(table: TableId) -> str:
 def _scalar(conn: psycopg.Connection[tuple[Any, ...]], query: str, params: tuple[Any, ...]) -> Any:
     row = conn.execute(query, params).fetchone()
     return row[0] if row else None
+
+
+def check_guardrail(tables: Sequence[TableId], *, limit: int, action: str) -> None:
+    """``guardrail.collections.max``: more captured tables than ``limit`` (0: no limit) fail
+    the start (``guardrail.collections.limit.action=fail``) or log a warning (``warn``)."""
+    if limit <= 0:
+        log.info("Guardrail validation skipped")
+        return
+    if len(tables) <= limit:
+        log.info(
+            "Guardrail validation passed: %d tables/collections configured for capture (limit: %d)",
+            len(tables),
+            limit,
+        )
+        return
+    message = (
+        f"Guardrail limit exceeded: {len(tables)} tables/collections configured for capture, "
+        f"but maximum allowed is {limit}."
+    )
+    if action == "fail":
+        raise FatalError(
+            f"{message} Narrow table.include.list / schema.include.list, or raise "
+            "guardrail.collections.max."
+        )
+    log.warning(message)
+
+
+def failover_supported(conn: psycopg.Connection[tuple[Any, ...]]) -> bool:
+    """Whether a failover slot can be created: PostgreSQL 17 or newer, and a primary."""
+    if conn.info.server_version < 170000:
+        log.info(
+            "slot.failover: PostgreSQL %s cannot create failover slots (17 or newer can); "
+            "creating a regular slot",
+            conn.info.server_version,
+        )
+        return False
+    if _scalar(conn, "SELECT pg_is_in_recovery()", ()):
+        log.info("slot.failover: a standby cannot create a failover slot; creating a regular slot")
+        return False
+    return True

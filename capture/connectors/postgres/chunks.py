@@ -9,8 +9,12 @@ become :class:`SnapshotQueryError` so only that table's snapshot is abandoned.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import re
+import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import psycopg
@@ -18,9 +22,16 @@ from psycopg import sql
 from psycopg.types.string import TextLoader
 
 from cdcflow.capture.connectors.postgres.tables import DecodedTable, TableCatalog
-from cdcflow.capture.errors import SnapshotQueryError, SnapshotSchemaChangedError
+from cdcflow.capture.converting import ConversionError, ConvertingFailures
+from cdcflow.capture.errors import (
+    FatalError,
+    RetriableError,
+    SnapshotQueryError,
+    SnapshotSchemaChangedError,
+)
 from cdcflow.capture.spi import ChunkRow, TableId, TableSchema
 
+log = logging.getLogger(__name__)
 #: Errors of a chunk query that only a schema change between reading the table's columns and
 #: its rows explains: a column gone or retyped.
 SCHEMA_ERRORS = (
@@ -40,13 +51,24 @@ class PostgresChunks:
         catalog: TableCatalog,
         captured: Callable[[], list[TableId]],
         signal_table: TableId | None,
+        converting: ConvertingFailures | None = None,
+        emit_retries: SignalEmitRetries | None = None,
     ) -> None:
         self._conn = conn
         self._catalog = catalog
         self._captured = captured
         self._signal_table = signal_table
+        self._converting = converting or ConvertingFailures("fail")
+        self._emit_retries = emit_retries or SignalEmitRetries()
         self._decoded: dict[TableId, DecodedTable] = {}
-        for oid in catalog.type_oids():
+        self._load_text(conn)
+
+    def close(self) -> None:
+        """Close the connection (the current one, if watermark retries replaced it)."""
+        self._conn.close()
+
+    def _load_text(self, conn: psycopg.Connection[tuple[Any, ...]]) -> None:
+        for oid in self._catalog.type_oids():
             conn.adapters.register_loader(oid, TextLoader)
 
     def matching_tables(self, patterns: tuple[str, ...]) -> list[TableId]:
@@ -106,35 +128,70 @@ class PostgresChunks:
         )
         names = list(decoded.sql_names)
         key_positions = [names.index(name) for name in key]
-        converters = decoded.converters
-        return [
-            ChunkRow(
-                key=tuple(raw[i] for i in key_positions),
-                values=tuple(
-                    convert(value) for convert, value in zip(converters, raw, strict=True)
-                ),
-            )
-            for raw in self._fetch(statement, tuple(params), table.id).fetchall()
-        ]
+        converters, columns = decoded.converters, decoded.schema.columns
+        convert = self._converting.convert
+        rows = self._fetch(statement, tuple(params), table.id).fetchall()
+        try:
+            return [
+                ChunkRow(
+                    key=tuple(raw[i] for i in key_positions),
+                    values=convert(table.id, columns, converters, raw),
+                )
+                for raw in rows
+            ]
+        except ConversionError as error:
+            raise SnapshotQueryError(f"reading a chunk of {table.id}: {error}") from None
 
     def write_signal(self, *, signal_id: str, signal_type: str, data: str) -> None:
         assert self._signal_table is not None
-        self._conn.execute(
-            sql.SQL("INSERT INTO {} VALUES (%s, %s, %s)").format(_table(self._signal_table)),
-            (signal_id, signal_type, data),
-        )
+        statement = sql.SQL("INSERT INTO {} VALUES (%s, %s, %s)").format(_table(self._signal_table))
+        self._emit(statement, (signal_id, signal_type, data))
 
     def delete_signal(self, *, signal_id: str) -> None:
         assert self._signal_table is not None
         decoded = self._catalog.from_catalog(self._signal_table)
         assert decoded is not None
         id_column = decoded.schema.columns[0].name
-        self._conn.execute(
-            sql.SQL("DELETE FROM {} WHERE {} = %s").format(
-                _table(self._signal_table), sql.Identifier(id_column)
-            ),
-            (signal_id,),
+        statement = sql.SQL("DELETE FROM {} WHERE {} = %s").format(
+            _table(self._signal_table), sql.Identifier(id_column)
         )
+        self._emit(statement, (signal_id,))
+
+    def _emit(self, statement: sql.Composed, params: tuple[Any, ...]) -> None:
+        """Write a watermark, retried as ``signal.emit.failure.*`` says: after a failure the
+        connection is replaced (Debezium's auto-heal), waiting the backoff only when that
+        fails too."""
+        retries = self._emit_retries
+        attempt = 0
+        while True:
+            try:
+                self._conn.execute(statement, params)
+                return
+            except psycopg.Error as error:
+                attempt += 1
+                if not retries.allows(attempt):
+                    raise RetriableError(
+                        f"writing an incremental snapshot watermark to {self._signal_table} "
+                        f"failed: {str(error).strip()} (signal.emit.failure.max.retries="
+                        f"{retries.max_retries})"
+                    ) from None
+                log.info("writing a watermark failed (%s); reconnecting (%d)", error, attempt)
+                self._heal(retries)
+
+    def _heal(self, retries: SignalEmitRetries) -> None:
+        """Replace the connection; wait the backoff when reconnecting fails."""
+        if retries.reconnect is None:
+            time.sleep(retries.backoff_s)
+            return
+        with contextlib.suppress(psycopg.Error):
+            self._conn.close()
+        try:
+            self._conn = retries.reconnect()
+        except (psycopg.Error, RetriableError, FatalError) as error:
+            log.info("reconnecting failed (%s); retrying in %.1fs", error, retries.backoff_s)
+            time.sleep(retries.backoff_s)
+            return
+        self._load_text(self._conn)
 
     def _sql_key(self, table: TableSchema, key: tuple[str, ...]) -> tuple[str, ...]:
         """Key field names as SQL column names (they differ under field.name.adjustment.mode);
@@ -158,6 +215,20 @@ class PostgresChunks:
             ) from None
         except psycopg.Error as error:
             raise SnapshotQueryError(f"query on {table} failed: {str(error).strip()}") from None
+
+
+@dataclass(frozen=True)
+class SignalEmitRetries:
+    """``signal.emit.failure.max.retries`` (0: none, -1: no limit) and
+    ``signal.emit.failure.backoff.ms``, with the way to replace a broken connection."""
+
+    max_retries: int = 0
+    backoff_s: float = 10.0
+    reconnect: Callable[[], psycopg.Connection[tuple[Any, ...]]] | None = None
+
+    def allows(self, attempt: int) -> bool:
+        """Whether a write that failed ``attempt`` times may be tried again."""
+        return self.max_retries == -1 or attempt <= self.max_retries
 
 
 def _columns(names: tuple[str, ...]) -> sql.Composed:

@@ -35,12 +35,22 @@ class Endpoint:
     sslkey: str = ""
     sslpassword: str = field(default="", repr=False)
     keepalives: bool = True
+    #: ``database.query.timeout.ms``: each statement's limit on SQL connections (0: none).
+    query_timeout_ms: int = 0
 
     def where(self) -> str:
         return f"{self.user}@{self.host}:{self.port}/{self.database}"
 
-    def conninfo(self, *, replication: bool = False) -> str:
-        options = " ".join(f"-c {name}={value}" for name, value in types.SESSION_SETTINGS.items())
+    def conninfo(self, *, replication: bool = False, connect_timeout_s: int | None = None) -> str:
+        """libpq parameters; SQL (not replication) connections get the statement timeout.
+
+        ``connect_timeout_s`` overrides the default connection timeout (e.g. for the
+        validating first connection, ``connection.validation.timeout.ms``).
+        """
+        settings = dict(types.SESSION_SETTINGS)
+        if not replication:
+            settings["statement_timeout"] = str(self.query_timeout_ms)
+        options = " ".join(f"-c {name}={value}" for name, value in settings.items())
         params: dict[str, str | int] = {
             "host": self.host,
             "port": self.port,
@@ -48,7 +58,7 @@ class Endpoint:
             "user": self.user,
             "password": self.password,
             "sslmode": self.sslmode,
-            "connect_timeout": CONNECT_TIMEOUT_S,
+            "connect_timeout": connect_timeout_s or CONNECT_TIMEOUT_S,
             "application_name": "cdcflow",
             "options": options,
         }
@@ -96,12 +106,26 @@ def translate(error: Exception, endpoint: Endpoint) -> FatalError | RetriableErr
     )
 
 
+def query_timeout_ms(configured_ms: int) -> int:
+    """``database.query.timeout.ms`` as Debezium applies it: pgjdbc's ``setQueryTimeout``
+    takes whole seconds, so the value is cut to seconds (below 1000: no limit)."""
+    return configured_ms // 1000 * 1000
+
+
+def validation_timeout_s(configured_ms: int) -> int:
+    """``connection.validation.timeout.ms`` as a libpq ``connect_timeout``: whole seconds,
+    rounded up (libpq treats anything below 2 as 2)."""
+    return max(2, -(-configured_ms // 1000))
+
+
 def connect(
-    endpoint: Endpoint, *, autocommit: bool = True
+    endpoint: Endpoint, *, autocommit: bool = True, connect_timeout_s: int | None = None
 ) -> psycopg.Connection[tuple[object, ...]]:
     """A regular SQL connection with the session settings and initial statements applied."""
     try:
-        conn = psycopg.connect(endpoint.conninfo(), autocommit=autocommit)
+        conn = psycopg.connect(
+            endpoint.conninfo(connect_timeout_s=connect_timeout_s), autocommit=autocommit
+        )
     except psycopg.OperationalError as error:
         raise translate(error, endpoint) from None
     for statement in endpoint.initial_statements:

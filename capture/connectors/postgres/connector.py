@@ -21,18 +21,33 @@ import psycopg
 from psycopg import sql
 
 from cdcflow.capture.config import ConnectorProperties
-from cdcflow.capture.connectors.postgres import checks, parallel, pgoutput, snapshotter, types
-from cdcflow.capture.connectors.postgres.chunks import PostgresChunks
+from cdcflow.capture.connectors.postgres import (
+    checks,
+    identity,
+    metadata,
+    parallel,
+    pgoutput,
+    snapshotter,
+    types,
+)
+from cdcflow.capture.connectors.postgres.chunks import PostgresChunks, SignalEmitRetries
 from cdcflow.capture.connectors.postgres.columns import ColumnMapping
-from cdcflow.capture.connectors.postgres.connection import Endpoint, connect, connect_replication
+from cdcflow.capture.connectors.postgres.connection import (
+    Endpoint,
+    connect,
+    connect_replication,
+    validation_timeout_s,
+)
 from cdcflow.capture.connectors.postgres.replication import ReplicationStream, SlotInUseError
 from cdcflow.capture.connectors.postgres.source import (
+    LsnFlushing,
     PostgresStream,
     SourceBlock,
     XminTracker,
     lsn_offset,
 )
 from cdcflow.capture.connectors.postgres.tables import TableCatalog
+from cdcflow.capture.converting import ConvertingFailures
 from cdcflow.capture.envelope import TRANSACTION_BLOCK, frame
 from cdcflow.capture.errors import FatalError
 from cdcflow.capture.filters import Filters
@@ -141,7 +156,9 @@ class PostgresConnector:
             ),
             field_names=NameAdjuster(properties.field_name_adjustment_mode, fields=True),
             filters=filters,
+            comments=self._comments if properties.include_schema_comments else None,
         )
+        self._converting = ConvertingFailures(properties.event_converting_failure_handling_mode)
         self._message_key = frame(
             MESSAGE_KEY_SCHEMA if properties.key_converter_schemas_enable else None
         )
@@ -156,7 +173,7 @@ class PostgresConnector:
         self._conn: psycopg.Connection[tuple[Any, ...]] | None = None
         self._catalog: TableCatalog | None = None
         self._slot: SlotHandle | None = None
-        self._chunk_conn: psycopg.Connection[tuple[Any, ...]] | None = None
+        self._chunks: PostgresChunks | None = None
         self._snapshot_lsn: int | None = None
 
     @property
@@ -167,9 +184,18 @@ class PostgresConnector:
 
     # -- startup -----------------------------------------------------------------------------
 
+    def _comments(self, table: TableId) -> dict[str, str]:
+        """``include.schema.comments``: the column comments of ``table``."""
+        return metadata.column_comments(self.conn, table)
+
     def prepare(self) -> list[TableId]:
-        """Check the server and our privileges, make sure the publication exists."""
-        self._conn = connect(self.endpoint)
+        """Check the server and our privileges, make sure the publication exists, set replica
+        identities (``replica.identity.autoset.values``) and check the guardrail.
+
+        The first connection validates the server within ``connection.validation.timeout.ms``.
+        """
+        timeout_s = validation_timeout_s(self.properties.connection_validation_timeout_ms)
+        self._conn = connect(self.endpoint, connect_timeout_s=timeout_s)
         checks.check_wal_level(self.conn)
         checks.check_replication_role(self.conn, self.endpoint.user)
         checks.wait_for_slot(
@@ -179,6 +205,16 @@ class PostgresConnector:
             delay_s=self.properties.slot_retry_delay_ms / 1000,
         )
         self._ensure_publication()
+        eligible = [t for t in self._user_tables() if self.filters.reads(t)]
+        if self.properties.streams:  # Debezium sets them when it opens the replication stream
+            identity.apply_replica_identities(
+                self.conn, eligible, self.properties.replica_identities
+            )
+        checks.check_guardrail(
+            eligible,
+            limit=self.properties.guardrail_collections_max,
+            action=self.properties.guardrail_collections_limit_action,
+        )
         tables = self.captured_tables()
         checks.check_select(self.conn, self.endpoint.user, tables)
         checks.warn_missing_identity(self.conn, tables)
@@ -257,7 +293,8 @@ class PostgresConnector:
             )
         stream = ReplicationStream(connect_replication(self.endpoint))
         if state is None:
-            created = stream.create_slot(slot_name, export_snapshot=for_snapshot)
+            failover = self.properties.slot_failover and checks.failover_supported(self.conn)
+            created = stream.create_slot(slot_name, export_snapshot=for_snapshot, failover=failover)
             log.info(
                 "created replication slot %s at %s",
                 slot_name,
@@ -270,12 +307,19 @@ class PostgresConnector:
         return self._slot
 
     def snapshot_tables(self) -> dict[TableId, int]:
-        """Tables the snapshot reads, with row estimates."""
-        return {
+        """Tables the snapshot reads, in snapshot order, with row estimates.
+
+        ``snapshot.tables.order.by.row.count`` orders them by estimate (a stable sort, so ties
+        keep the snapshot order).
+        """
+        estimates = {
             table: snapshotter.estimate_rows(self.conn, table)
             for table in self.captured_tables()
             if self.filters.snapshots(table)
         }
+        return snapshotter.order_by_row_count(
+            estimates, self.properties.snapshot_tables_order_by_row_count
+        )
 
     def snapshot(self, tables: list[TableId]) -> Iterator[RowChange]:
         """Read ``tables`` consistently with the slot's start position.
@@ -286,13 +330,18 @@ class PostgresConnector:
         if self._catalog is None:
             raise RuntimeError("prepare() first")
         slot = self._slot
+        exported = slot.exported_snapshot if slot is not None else None
+        # The slot's exported snapshot is read in REPEATABLE READ; otherwise
+        # snapshot.isolation.mode decides, as in Debezium.
+        isolation = "repeatable_read" if exported else self.properties.snapshot_isolation_mode
         reader = connect(self.endpoint, autocommit=False)
         helpers: list[psycopg.Connection[tuple[Any, ...]]] = []
         try:
             snapshotter.begin_snapshot(
                 reader,
-                exported_snapshot=slot.exported_snapshot if slot is not None else None,
+                exported_snapshot=exported,
                 type_oids=self._catalog.type_oids(),
+                isolation=isolation,
             )
             lsn = slot.start_lsn if slot is not None else snapshotter.current_lsn(reader)
             self._snapshot_lsn = lsn
@@ -311,10 +360,11 @@ class PostgresConnector:
                 source_block=self.source_block,
                 lsn=lsn,
                 tx_id=xid,
+                converting=self._converting,
             )
             threads = min(self.properties.snapshot_max_threads, len(decoded))
             if threads > 1:
-                helpers = self._snapshot_helpers(reader, threads - 1)
+                helpers = self._snapshot_helpers(reader, threads - 1, isolation=isolation)
                 yield from parallel.read_tables(
                     [reader, *helpers],
                     decoded,
@@ -331,22 +381,32 @@ class PostgresConnector:
             reader.close()
 
     def _snapshot_helpers(
-        self, reader: psycopg.Connection[tuple[Any, ...]], count: int
+        self, reader: psycopg.Connection[tuple[Any, ...]], count: int, *, isolation: str
     ) -> list[psycopg.Connection[tuple[Any, ...]]]:
         """``count`` more connections reading the same snapshot as ``reader``.
 
         The snapshot is exported from ``reader``'s transaction (which may itself have imported
-        the slot's), so every table is read as of the slot's consistent point.
+        the slot's), so every table is read as of the slot's consistent point. Under
+        ``snapshot.isolation.mode`` ``read_committed``/``read_uncommitted`` there is no
+        snapshot to share: each helper reads in its own transaction.
         """
         assert self._catalog is not None
-        row = reader.execute("SELECT pg_export_snapshot()").fetchone()
-        assert row is not None
+        shared = snapshotter.shares_snapshot(isolation)
+        exported = None
+        if shared:
+            row = reader.execute("SELECT pg_export_snapshot()").fetchone()
+            assert row is not None
+            exported = str(row[0])
         helpers = []
         for _ in range(count):
             helper = connect(self.endpoint, autocommit=False)
             helpers.append(helper)
             snapshotter.begin_snapshot(
-                helper, exported_snapshot=str(row[0]), type_oids=self._catalog.type_oids()
+                helper,
+                exported_snapshot=exported,
+                type_oids=self._catalog.type_oids(),
+                isolation=isolation,
+                deferrable=False,
             )
         return helpers
 
@@ -376,6 +436,12 @@ class PostgresConnector:
             poll_interval_s=min(self.properties.poll_interval_ms / 1000, 1.0),
             skip_unchanged=self.properties.skip_messages_without_change,
             xmin=self._xmin_tracker(),
+            flushing=LsnFlushing(
+                confirm=self.properties.flush_mode != "manual",
+                timeout_s=self.properties.lsn_flush_timeout_ms / 1000,
+                action=self.properties.lsn_flush_timeout_action,
+            ),
+            converting=self._converting,
         )
 
     def _start_replication(self, start: int) -> None:
@@ -415,13 +481,19 @@ class PostgresConnector:
             raise RuntimeError("prepare() first")
         signal = self.properties.signal_data_collection
         schema, _, table = signal.partition(".")
-        self._chunk_conn = connect(self.endpoint)
-        return PostgresChunks(
-            self._chunk_conn,
+        self._chunks = PostgresChunks(
+            connect(self.endpoint),
             catalog=self._catalog,
             captured=self.captured_tables,
             signal_table=TableId(schema, table) if table else None,
+            converting=self._converting,
+            emit_retries=SignalEmitRetries(
+                max_retries=self.properties.signal_emit_failure_max_retries,
+                backoff_s=self.properties.signal_emit_failure_backoff_ms / 1000,
+                reconnect=lambda: connect(self.endpoint),
+            ),
         )
+        return self._chunks
 
     def drop_slot_and_publication(self) -> list[str]:
         """Remove what the connector left on the server (``cleanupPolicy: Delete``)."""
@@ -489,10 +561,11 @@ class PostgresConnector:
             self._slot = None
         if stopping and self.properties.slot_drop_on_stop and self._conn is not None:
             self._drop_slot()
-        for conn in (self._conn, self._chunk_conn):
-            if conn is not None:
-                conn.close()
-        self._conn = self._chunk_conn = None
+        if self._chunks is not None:
+            self._chunks.close()
+        if self._conn is not None:
+            self._conn.close()
+        self._conn, self._chunks = None, None
 
     def _drop_slot(self) -> None:
         """Drop the slot once the walsender of the stream closed just now has released it."""

@@ -22,10 +22,13 @@ both. The type name is the driver's: ``pg_type.typname``, with ``serial``, ``big
 
 from __future__ import annotations
 
-from typing import Final, Literal
+from typing import Any, Final, Literal
+
+import psycopg
 
 from cdcflow.capture.connectors.postgres.types import PgType, TypeRegistry
 from cdcflow.capture.mapping import SourceColumn
+from cdcflow.capture.spi import TableId
 
 Origin = Literal["snapshot", "stream"]
 
@@ -82,6 +85,23 @@ _FIXED_DISPLAY: Final = {
     _Oid.INTERVAL: 49,
 }
 _CLOCKS: Final = frozenset({_Oid.TIME, _Oid.TIMETZ, _Oid.TIMESTAMP, _Oid.TIMESTAMPTZ})
+
+
+COMMENTS_SQL = """
+SELECT a.attname, d.description
+FROM pg_class c
+JOIN pg_namespace n ON n.oid = c.relnamespace
+JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+JOIN pg_description d ON d.objoid = c.oid AND d.classoid = 'pg_class'::regclass
+                     AND d.objsubid = a.attnum
+WHERE n.nspname = %s AND c.relname = %s
+"""
+
+
+def column_comments(conn: psycopg.Connection[tuple[Any, ...]], table: TableId) -> dict[str, str]:
+    """``COMMENT ON COLUMN`` texts of ``table`` by column name (``include.schema.comments``)."""
+    rows = conn.execute(COMMENTS_SQL, (table.schema, table.table)).fetchall()
+    return {str(name): str(text) for name, text in rows}
 
 
 def precision(oid: int, typmod: int) -> int:
@@ -146,11 +166,12 @@ def source_column(
     serial: bool,
     registry: TypeRegistry,
     origin: Origin,
+    comment: str | None = None,
 ) -> SourceColumn:
     """The :class:`SourceColumn` Debezium builds for a column, read the ``origin`` way."""
     declared = registry.get(type_oid)
     if declared is None:
-        return SourceColumn(name, str(type_oid), UNKNOWN_LENGTH, 0, character=False)
+        return SourceColumn(name, str(type_oid), UNKNOWN_LENGTH, 0, False, comment)
     type_name = _SERIALS.get(declared.name, declared.name) if serial else declared.name
     places: int | None
     if declared.is_domain:
@@ -159,7 +180,9 @@ def source_column(
         length, places = _stream_length(declared, typmod, registry)
     else:
         length, places = _snapshot_length(declared, typmod, registry)
-    return SourceColumn(name, type_name, length, places, character=_character(declared, registry))
+    return SourceColumn(
+        name, type_name, length, places, _character(declared, registry), comment=comment
+    )
 
 
 def _base_oid(pg_type: PgType, registry: TypeRegistry) -> int:

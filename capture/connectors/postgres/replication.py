@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import select
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -57,12 +58,15 @@ class ReplicationStream:
             raise FatalError(f"replication command failed: {sql.split()[0]}: {message}")
         return result
 
-    def create_slot(self, name: str, *, export_snapshot: bool) -> CreatedSlot:
-        """CREATE_REPLICATION_SLOT; an exported snapshot lives until the next command here."""
-        mode = "EXPORT_SNAPSHOT" if export_snapshot else "NOEXPORT_SNAPSHOT"
-        result = self._command(
-            f"CREATE_REPLICATION_SLOT {_quote_ident(name)} LOGICAL pgoutput {mode}"
-        )
+    def create_slot(
+        self, name: str, *, export_snapshot: bool, failover: bool = False
+    ) -> CreatedSlot:
+        """CREATE_REPLICATION_SLOT; an exported snapshot lives until the next command here.
+
+        ``failover`` (``slot.failover``, PostgreSQL 17+) creates a slot that is synchronized
+        to standbys; it needs the parenthesized option syntax.
+        """
+        result = self._command(create_slot_command(name, export=export_snapshot, failover=failover))
         point = pgoutput.parse_lsn((result.get_value(0, 1) or b"0/0").decode())
         snapshot = result.get_value(0, 2)
         return CreatedSlot(point, snapshot.decode() if snapshot else None)
@@ -101,6 +105,7 @@ class ReplicationStream:
         if result is None or result.status != pq.ExecStatus.COPY_BOTH:
             message = result.error_message.decode(errors="replace") if result else "no result"
             raise _start_error(message.strip(), slot)
+        self._pg.nonblocking = 1  # status updates must not hang on a stalled socket
 
     def read(self, timeout: float) -> pgoutput.XLogData | pgoutput.Keepalive | None:
         """The next frame, or None when nothing arrived within ``timeout`` seconds."""
@@ -126,19 +131,51 @@ class ReplicationStream:
             return result.error_message.decode(errors="replace").strip()
         return self._pg.get_error_message().strip() or "server closed the stream"
 
-    def send_status(self, *, flushed: int, received: int, reply: bool = False) -> None:
-        """Standby status update: ``flushed`` becomes the slot's confirmed_flush_lsn."""
+    def send_status(
+        self, *, flushed: int, received: int, reply: bool = False, timeout: float | None = None
+    ) -> bool:
+        """Standby status update: ``flushed`` becomes the slot's confirmed_flush_lsn (0 leaves
+        it alone). False when the frame was not sent within ``timeout`` seconds; libpq keeps
+        what it queued and sends it with the next update."""
         frame = pgoutput.standby_status(
             written=received, flushed=flushed, applied=flushed, reply=reply
         )
+        pg = self._pg
+        deadline = None if timeout is None else time.monotonic() + timeout
         try:
-            self._pg.put_copy_data(frame)
-            self._pg.flush()
+            while not pg.put_copy_data(frame):  # 0: libpq's buffer is full, wait to write
+                if not _writable(pg.socket, deadline):
+                    return False
+            while pg.flush():  # 1: data left to send
+                if not _writable(pg.socket, deadline):
+                    return False
         except psycopg.OperationalError as error:
             raise RetriableError(f"replication connection lost: {error}") from None
+        return True
 
     def close(self) -> None:
         self._pg.finish()
+
+
+def _writable(socket: int, deadline: float | None) -> bool:
+    """Wait until ``socket`` takes more data; False once ``deadline`` passed."""
+    remaining = None if deadline is None else deadline - time.monotonic()
+    if remaining is not None and remaining <= 0:
+        return False
+    _, ready, _ = select.select([], [socket], [], remaining)
+    return bool(ready)
+
+
+def create_slot_command(name: str, *, export: bool, failover: bool) -> str:
+    """The CREATE_REPLICATION_SLOT command; failover slots need the option list syntax."""
+    if failover:
+        snapshot = "export" if export else "nothing"
+        return (
+            f"CREATE_REPLICATION_SLOT {_quote_ident(name)} LOGICAL pgoutput "
+            f"(SNAPSHOT '{snapshot}', FAILOVER)"
+        )
+    mode = "EXPORT_SNAPSHOT" if export else "NOEXPORT_SNAPSHOT"
+    return f"CREATE_REPLICATION_SLOT {_quote_ident(name)} LOGICAL pgoutput {mode}"
 
 
 def _start_error(message: str, slot: str) -> FatalError | RetriableError:

@@ -20,6 +20,7 @@ from psycopg.types.string import TextLoader
 
 from cdcflow.capture.connectors.postgres.source import SourceBlock
 from cdcflow.capture.connectors.postgres.tables import DecodedTable
+from cdcflow.capture.converting import ConversionError, ConvertingFailures
 from cdcflow.capture.errors import FatalError
 from cdcflow.capture.spi import Op, RowChange, TableId
 
@@ -29,25 +30,55 @@ WHERE n.nspname = %s AND c.relname = %s
 """
 
 
+#: ``snapshot.isolation.mode`` values and the isolation level each opens.
+ISOLATION_LEVELS: Mapping[str, psycopg.IsolationLevel] = {
+    "serializable": psycopg.IsolationLevel.SERIALIZABLE,
+    "repeatable_read": psycopg.IsolationLevel.REPEATABLE_READ,
+    "read_committed": psycopg.IsolationLevel.READ_COMMITTED,
+    "read_uncommitted": psycopg.IsolationLevel.READ_UNCOMMITTED,
+}
+
+
 def begin_snapshot(
     conn: psycopg.Connection[tuple[Any, ...]],
     *,
     exported_snapshot: str | None,
     type_oids: Iterable[int],
+    isolation: str = "repeatable_read",
+    deferrable: bool | None = None,
 ) -> None:
-    """Open the read-only REPEATABLE READ transaction, on the exported snapshot if given.
+    """Open the read-only snapshot transaction, on the exported snapshot if given.
 
-    Every type is loaded as the raw text the server sent, which is byte for byte what pgoutput
-    sends; ``col::text`` would differ for bool, char(n) and inet.
+    ``isolation`` is a ``snapshot.isolation.mode``; as in Debezium a ``serializable`` one is
+    ``DEFERRABLE`` (unless ``deferrable`` says otherwise: a transaction importing a snapshot
+    cannot be). Every type is loaded as the raw text the server sent, which is byte for byte
+    what pgoutput sends; ``col::text`` would differ for bool, char(n) and inet.
     """
     for oid in type_oids:
         conn.adapters.register_loader(oid, TextLoader)
-    conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+    conn.isolation_level = ISOLATION_LEVELS[isolation]
     conn.read_only = True
+    if isolation == "serializable":
+        conn.deferrable = not exported_snapshot if deferrable is None else deferrable
     if exported_snapshot:
         conn.execute(sql.SQL("SET TRANSACTION SNAPSHOT {}").format(sql.Literal(exported_snapshot)))
     else:
         conn.execute("SELECT 1")
+
+
+def shares_snapshot(isolation: str) -> bool:
+    """Whether a transaction of this isolation can export its snapshot to parallel readers
+    (READ COMMITTED takes a new snapshot per statement: there is none to share)."""
+    return isolation in ("serializable", "repeatable_read")
+
+
+def order_by_row_count(estimates: Mapping[TableId, int], order: str) -> dict[TableId, int]:
+    """``snapshot.tables.order.by.row.count``: ``ascending`` or ``descending`` by the row
+    estimate, ties in their given order; ``disabled`` keeps the given order."""
+    if order == "disabled":
+        return dict(estimates)
+    sign = 1 if order == "ascending" else -1
+    return dict(sorted(estimates.items(), key=lambda item: sign * item[1]))
 
 
 def current_lsn(conn: psycopg.Connection[tuple[Any, ...]]) -> int:
@@ -137,8 +168,13 @@ def read_table(
     source_block: SourceBlock,
     lsn: int,
     tx_id: int | None,
+    converting: ConvertingFailures | None = None,
 ) -> Iterator[RowChange]:
-    """Yield one ``op: r`` change per row of ``decoded``'s table."""
+    """Yield one ``op: r`` change per row of ``decoded``'s table.
+
+    A value that cannot be converted is handled by ``converting``
+    (``event.converting.failure.handling.mode``); one that cannot be null fails the snapshot.
+    """
     schema = decoded.schema
     statement = select_statement(decoded, overrides.get(str(schema.id)))
     base = source_block.build(
@@ -149,19 +185,40 @@ def read_table(
         last_commit_lsn=None,
         snapshot="true",
     )
-    converters = decoded.converters
+    converters, columns = decoded.converters, schema.columns
+    convert_row = (converting or ConvertingFailures("fail")).convert
     with conn.cursor(name=f"cdcflow_snapshot_{schema.id.table}"[:60]) as cursor:
         cursor.itersize = fetch_size
         try:
             cursor.execute(statement)
         except psycopg.Error as error:
-            raise FatalError(f"snapshot of {schema.id} failed: {str(error).strip()}") from None
+            raise _snapshot_failed(schema.id, error) from None
         order = None
         if overrides.get(str(schema.id)):
             names = [column.name for column in cursor.description or ()]
             order = override_columns(decoded, names)
-        for row in cursor:
+        for row in _fetched(cursor, schema.id):
             if order is not None:
                 row = tuple(None if i is None else row[i] for i in order)
-            after = tuple(convert(value) for convert, value in zip(converters, row, strict=True))
+            try:
+                after = convert_row(schema.id, columns, converters, row)
+            except ConversionError as error:
+                raise FatalError(
+                    f"snapshot of {schema.id} failed: {error}. Fix the value, or set "
+                    "event.converting.failure.handling.mode=warn (nullable columns become null)"
+                ) from None
             yield RowChange(schema, Op.READ, None, after, dict(base))
+
+
+def _fetched(cursor: psycopg.ServerCursor[Any], table: TableId) -> Iterator[Any]:
+    """The cursor's rows; a failed fetch (a statement timeout, a lost connection) fails the
+    snapshot with the server's message."""
+    try:
+        yield from cursor
+    except psycopg.Error as error:
+        raise _snapshot_failed(table, error) from None
+
+
+def _snapshot_failed(table: TableId, error: psycopg.Error) -> FatalError:
+    hint = " (database.query.timeout.ms)" if isinstance(error, psycopg.errors.QueryCanceled) else ""
+    return FatalError(f"snapshot of {table} failed: {str(error).strip()}{hint}")

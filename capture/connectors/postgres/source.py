@@ -13,11 +13,13 @@ import base64
 import logging
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from cdcflow.capture.connectors.postgres import pgoutput
 from cdcflow.capture.connectors.postgres.replication import ReplicationStream
 from cdcflow.capture.connectors.postgres.tables import ColumnSpec, DecodedTable, TableCatalog
+from cdcflow.capture.converting import CONVERSION_ERRORS, ConvertingFailures
 from cdcflow.capture.errors import FatalError
 from cdcflow.capture.filters import Filters
 from cdcflow.capture.spi import (
@@ -90,6 +92,42 @@ class XminTracker:
         return self._value
 
 
+@dataclass(frozen=True)
+class LsnFlushing:
+    """How confirmed positions reach the server (``lsn.flush.*``).
+
+    ``confirm`` is false under ``lsn.flush.mode=manual`` (``flush.lsn.source=false``): the
+    status updates then report no flushed position, so the slot stays where something else
+    moves it. A status update not sent within ``timeout_s`` fails the connector
+    (``action=fail``), or is logged (``warn``) or ignored (``ignore``) and retried with the
+    next one.
+    """
+
+    confirm: bool = True
+    timeout_s: float = 30.0
+    action: str = "fail"
+
+    def timed_out(self, lsn: int) -> None:
+        """Act on a flush of ``lsn`` that did not complete in time."""
+        where = pgoutput.format_lsn(lsn)
+        timeout_ms = round(self.timeout_s * 1000)
+        if self.action == "fail":
+            raise FatalError(
+                f"LSN flush operation timed out for LSN '{where}' after {timeout_ms} ms "
+                "(lsn.flush.timeout.ms); the server does not take the replication connection's "
+                "status updates. Check the connection, or set lsn.flush.timeout.action=warn."
+            )
+        level = logging.WARNING if self.action == "warn" else logging.DEBUG
+        log.log(
+            level,
+            "LSN flush operation for LSN '%s' did not complete within the configured timeout "
+            "of %d ms; continuing (lsn.flush.timeout.action=%s)",
+            where,
+            timeout_ms,
+            self.action,
+        )
+
+
 def lsn_offset(*, lsn: int, tx_id: int | None, ts_us: int, committed: bool = True) -> Offset:
     """A streaming offset as Debezium's PostgreSQL connector stores it.
 
@@ -134,7 +172,11 @@ class PostgresStream:
         poll_interval_s: float,
         skip_unchanged: bool = False,
         xmin: Callable[[], int | None] | None = None,
+        flushing: LsnFlushing | None = None,
+        converting: ConvertingFailures | None = None,
     ) -> None:
+        self._flushing = flushing or LsnFlushing()
+        self._converting = converting or ConvertingFailures("fail")
         self._skip_unchanged = skip_unchanged
         self._xmin = xmin
         self._stream = stream
@@ -162,17 +204,27 @@ class PostgresStream:
     # -- position feedback -------------------------------------------------------------------
 
     def acknowledge(self, offset: Offset) -> None:
-        """Kafka has everything up to ``offset``: let the server recycle WAL before it."""
+        """Kafka has everything up to ``offset``: let the server recycle WAL before it.
+
+        The update must go out within ``lsn.flush.timeout.ms``; ``lsn.flush.timeout.action``
+        says what a timeout does. Under ``lsn.flush.mode=manual`` nothing is confirmed.
+        """
         lsn = int(offset.get("lsn_commit") or offset.get("lsn") or 0)
         if lsn > self._flushed:
             self._flushed = lsn
-        self._send_status()
+        if not self._send_status(timeout=self._flushing.timeout_s):
+            self._flushing.timed_out(lsn)
 
-    def _send_status(self, *, reply: bool = False) -> None:
-        self._stream.send_status(
-            flushed=self._flushed, received=max(self._received, self._flushed), reply=reply
+    def _send_status(self, *, reply: bool = False, timeout: float | None = None) -> bool:
+        flushed = self._flushed if self._flushing.confirm else 0
+        sent = self._stream.send_status(
+            flushed=flushed,
+            received=max(self._received, self._flushed),
+            reply=reply,
+            timeout=timeout if timeout is not None else self._flushing.timeout_s,
         )
         self._last_status = time.monotonic()
+        return sent
 
     def close(self) -> None:
         self._stream.close()
@@ -240,8 +292,10 @@ class PostgresStream:
         )
         if self._failure_mode == "fail":
             raise FatalError(
-                f"cannot convert a change of {where}: {error}. Fix the cause, or set "
-                "event.processing.failure.handling.mode=warn (or skip) to leave such events out."
+                f"cannot convert a change of {where}: {error}. Fix the cause; or set "
+                "event.converting.failure.handling.mode=warn to emit a nullable column's value "
+                "as null, or event.processing.failure.handling.mode=warn (or skip) to leave "
+                "such events out."
             ) from None
         if self._failure_mode == "warn":
             log.warning("skipping a change of %s that cannot be converted: %s", where, error)
@@ -333,11 +387,15 @@ class PostgresStream:
         old: tuple[pgoutput.TupleValue, ...] | None = None,
     ) -> tuple[Any, ...]:
         if UNCHANGED not in raw:
-            return tuple(
-                convert(raw[position])  # type: ignore[arg-type]
-                for position, convert in zip(decoded.positions, decoded.converters, strict=True)
-            )
+            try:
+                return tuple(
+                    convert(raw[position])  # type: ignore[arg-type]
+                    for position, convert in zip(decoded.positions, decoded.converters, strict=True)
+                )
+            except CONVERSION_ERRORS:
+                pass  # converted again column by column, as event.converting.failure.* says
         out = []
+        table, columns = decoded.schema.id, decoded.schema.columns
         for index, (position, convert) in enumerate(
             zip(decoded.positions, decoded.converters, strict=True)
         ):
@@ -346,8 +404,12 @@ class PostgresStream:
                 value = old[position]  # REPLICA IDENTITY FULL carries the old value: back-fill
             if value is UNCHANGED:
                 out.append(self._unavailable(decoded, index))
-            else:
+                continue
+            try:
                 out.append(convert(value))  # type: ignore[arg-type]
+            except CONVERSION_ERRORS as error:
+                self._converting.allow_null(table, columns[index], error)
+                out.append(None)
         return tuple(out)
 
     def _unavailable(self, decoded: DecodedTable, index: int) -> Any:
