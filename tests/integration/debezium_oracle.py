@@ -100,7 +100,7 @@ MESSAGE_COLLECTION = re.compile(r"io\.debezium\..*LogicalDecodingMessageId@[0-9a
 
 
 def _message_collections(record: dict[str, Any]) -> None:
-    collections = _payload(record.get("value")).get("data_collections")
+    collections = payload(record.get("value")).get("data_collections")
     if not isinstance(collections, list) or not any(
         MESSAGE_COLLECTION.fullmatch(c["data_collection"])
         or c["data_collection"] == "LOGICAL_DECODING_MESSAGE"
@@ -125,13 +125,13 @@ def normalized(records: Iterable[Decoded], *, prefix: str) -> list[dict[str, Any
         as_dict["key"] = _payload_or_self(as_dict["key"])
         as_dict["value"] = _payload_or_self(as_dict["value"])
         for image in ("before", "after"):
-            row = _payload(as_dict["value"]).get(image)
+            row = payload(as_dict["value"]).get(image)
             if isinstance(row, dict):
                 for column in DEVIATING_COLUMNS:
                     row.pop(column, None)
         _blank(as_dict, VOLATILE)
         _message_collections(as_dict)
-        if _payload(as_dict.get("value")).get("op") == "r":
+        if payload(as_dict.get("value")).get("op") == "r":
             _blank(as_dict, SNAPSHOT_VOLATILE)
         out.append(as_dict)
     return out
@@ -178,7 +178,7 @@ def _replace_prefix(value: Any, prefix: str) -> Any:
     return value
 
 
-def _payload(value: Any) -> dict[str, Any]:
+def payload(value: Any) -> dict[str, Any]:
     """The payload of a value (with or without a schema frame); {} for tombstones."""
     if not isinstance(value, dict):
         return {}
@@ -193,7 +193,7 @@ def _blank(record: dict[str, Any], paths: Mapping[str, str]) -> None:
         part, *rest = path.split(".", 1)
         target: Any = record.get(part)
         if part in ("key", "value"):
-            target = _payload(target)
+            target = payload(target)
         _blank_path(target, rest[0] if rest else "")
 
 

@@ -60,6 +60,7 @@ DEFAULTS = f"p_defaults_{RUN}"
 #: Not alphabetical on purpose: Debezium snapshots tables in table.include.list order.
 TABLES = [TYPES, EVENTS, FULL, KEYLESS, DEFAULTS]
 MARKER_ID = 999
+ORIGIN = f"parity_origin_{RUN}"
 
 #: Property sets run side by side; together they cover every handling mode.
 VARIANTS: dict[str, dict[str, str]] = {
@@ -155,12 +156,26 @@ def _stream_workload(conn: psycopg.Connection[Any]) -> None:
         ],
         ["SELECT pg_logical_emit_message(false, 'audit', 'outside a transaction')"],
         [f"TRUNCATE {KEYLESS}"],
-        [f"INSERT INTO {EVENTS} VALUES ({MARKER_ID}, 'marker', NULL)"],
     ]
     for statements in transactions:
         with conn.transaction():
             for statement in statements:
                 conn.execute(statement)  # type: ignore[call-overload]
+    _replayed_from_an_origin(conn)
+    conn.execute(f"INSERT INTO {EVENTS} VALUES ({MARKER_ID}, 'marker', NULL)")  # type: ignore[call-overload]
+
+
+def _replayed_from_an_origin(conn: psycopg.Connection[Any]) -> None:
+    """A transaction as a logical replication subscriber applies it: with a replication
+    origin, so its events carry ``source.origin`` and ``origin_lsn``."""
+    conn.execute("SELECT pg_replication_origin_create(%s)", (ORIGIN,))
+    conn.execute("SELECT pg_replication_origin_session_setup(%s)", (ORIGIN,))
+    try:
+        with conn.transaction():
+            conn.execute("SELECT pg_replication_origin_xact_setup('0/1A2B3C', now())")
+            conn.execute(f"INSERT INTO {EVENTS} VALUES (30, 'from elsewhere', NULL)")  # type: ignore[call-overload]
+    finally:
+        conn.execute("SELECT pg_replication_origin_session_reset()")
 
 
 @dataclass
@@ -212,8 +227,8 @@ def _marker_seen(side: Side) -> bool:
     except (LookupError, RuntimeError, TimeoutError):
         return False
     return any(
-        oracle._payload(r.value).get("after", {})
-        and oracle._payload(r.value)["after"]["id"] == MARKER_ID
+        oracle.payload(r.value).get("after", {})
+        and oracle.payload(r.value)["after"]["id"] == MARKER_ID
         for r in records
         if r.value is not None
     )
@@ -268,6 +283,11 @@ def run(
         with psycopg.connect(postgres_server.dsn(), autocommit=True) as conn:
             conn.execute(f"DROP TABLE IF EXISTS {', '.join(TABLES)}")  # type: ignore[call-overload]
             drop_type_objects(conn)
+            conn.execute(
+                "SELECT pg_replication_origin_drop(roname) FROM pg_replication_origin "
+                "WHERE roname = %s",
+                (ORIGIN,),
+            )
 
 
 def _compare(run: Run, variant: str, suffix: str) -> None:
@@ -490,3 +510,15 @@ def test_spark_sink_applies_the_real_debeziums_topics_to_tables_equal_to_the_sou
             )
             path = table_path(sink, debezium.topic(f"public.{table}"))
             assert delta_rows(spark, path, columns) == expected, table
+
+
+def test_a_transaction_from_a_replication_origin_names_it_in_source(run: Run) -> None:
+    _, cdcflow = run.sides["defaults"]
+    [event] = [
+        record
+        for record in cdcflow.records(f"public.{EVENTS}")
+        if record.value is not None
+        and (oracle.payload(record.value)["after"] or {}).get("id") == 30
+    ]
+    source = oracle.payload(event.value)["source"]
+    assert (source["origin"], source["origin_lsn"]) == (ORIGIN, 0x1A2B3C)

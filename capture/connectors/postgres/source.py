@@ -282,6 +282,11 @@ class PostgresStream:
             return self._truncate(message, lsn)  # type: ignore[arg-type]
         if kind is pgoutput.Message and not self._skipping:
             return self._message(message, lsn)  # type: ignore[arg-type]
+        if kind is pgoutput.Origin and self._tx is not None:
+            # A transaction replayed from another server (a replication origin): its events
+            # carry the origin's name and LSN, as Debezium's source.origin/origin_lsn.
+            self._tx_base["origin"] = message.name  # type: ignore[union-attr]
+            self._tx_base["origin_lsn"] = message.commit_lsn  # type: ignore[union-attr]
         return None
 
     def _failed_event(self, message: Any, lsn: int, error: Exception) -> None:
