@@ -72,6 +72,11 @@ class Framing:
     context_headers: Headers = ()
 
 
+def _next_block(transaction: BlockMaker | None) -> dict[str, Any] | None:
+    """The next event's ``transaction`` block, or None outside transaction metadata."""
+    return transaction() if transaction is not None else None
+
+
 def context_headers(*, logical_name: str, connector_name: str, run_id: str) -> Headers:
     """The ``__debezium.context.*`` headers of one connector run (one task: id 0)."""
     return (
@@ -210,7 +215,7 @@ class TableSerializer:
         op, headers = change.op, self._headers
         if op is Op.DELETE:
             key = self.key(change.before or ())
-            value = self.value(change, transaction=transaction() if transaction else None)
+            value = self.value(change, transaction=_next_block(transaction))
             out = [Record(self.topic, key, value, headers)]
             if tombstones:
                 out.append(Record(self.topic, key, None, headers))
@@ -221,7 +226,7 @@ class TableSerializer:
             old_key = self.key(change.before)
             if old_key != key and self._key_present(change.before):
                 return self._key_change(change, old_key, key, tombstones, transaction)
-        value = self.value(change, transaction=transaction() if transaction else None)
+        value = self.value(change, transaction=_next_block(transaction))
         return [Record(self.topic, key, value, headers)]
 
     def _key_present(self, before: Sequence[Any]) -> bool:
@@ -244,15 +249,11 @@ class TableSerializer:
         assert change.before is not None and change.after is not None
         new_key_header = (("__debezium.newkey", self._key_payload(change.after)), *self._headers)
         old_key_header = (("__debezium.oldkey", self._key_payload(change.before)), *self._headers)
-        delete = self.value(
-            change, op=Op.DELETE, transaction=transaction() if transaction else None
-        )
+        delete = self.value(change, op=Op.DELETE, transaction=_next_block(transaction))
         out = [Record(self.topic, old_key, delete, new_key_header)]
         if tombstones:
             out.append(Record(self.topic, old_key, None, new_key_header))
-        create = self.value(
-            change, op=Op.CREATE, transaction=transaction() if transaction else None
-        )
+        create = self.value(change, op=Op.CREATE, transaction=_next_block(transaction))
         out.append(Record(self.topic, new_key, create, old_key_header))
         return out
 

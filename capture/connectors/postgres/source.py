@@ -454,7 +454,7 @@ class PostgresStream:
 
     def _message(self, message: pgoutput.Message, lsn: int) -> Event:
         if message.transactional and self._tx is not None:
-            source = {**self._source_for(TableId("", ""), lsn), "schema": "", "table": ""}
+            source = self._source_for(TableId("", ""), lsn)
             return LogMessage(message.prefix, message.content, True, source, self._tx_id(lsn))
         # A message outside a transaction is its own commit (Debezium confirms its LSN as
         # one) and has no commit time: the source keeps the last transaction's.
