@@ -301,6 +301,12 @@ class ConnectorProperties(BaseModel):
         description="Put Debezium's __debezium.context.* headers on every change record.",
     )
     key_converter_schemas_enable: bool = Field(True, alias="key.converter.schemas.enable")
+    value_converter_replace_null_with_default: bool = Field(
+        True,
+        alias="value.converter.replace.null.with.default",
+        description="As Kafka Connect's JsonConverter: write a null in a column with a DEFAULT "
+        "as the default (true), or keep it null (false).",
+    )
     value_converter_schemas_enable: bool = Field(True, alias="value.converter.schemas.enable")
     signal_data_collection: str = Field("", alias="signal.data.collection")
     signal_enabled_channels: tuple[str, ...] = Field(("source",), alias="signal.enabled.channels")

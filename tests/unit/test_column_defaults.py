@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from cdcflow.capture.connectors.postgres import defaults
@@ -62,3 +64,13 @@ def test_a_default_that_does_not_convert_is_left_out() -> None:
     column = _int_column()
     assert defaults.with_default(column, "not a number") is column
     assert defaults.with_default(column, None) is column
+
+
+def test_with_replace_null_with_default_off_nulls_stay_null_and_the_schema_keeps_the_default() -> (
+    None
+):
+    column = defaults.with_default(_int_column(), "7", replace_nulls=False)
+    assert column.schema["default"] == 7
+    assert column.convert(None) is None
+    required = replace(_int_column(), optional=False)
+    assert defaults.with_default(required, "7", replace_nulls=False).convert(None) == 7

@@ -133,7 +133,12 @@ class PostgresConnector:
         self.properties = properties
         self.filters = filters
         self.source_block = SourceBlock(
-            version=version, server=properties.topic_prefix, database=endpoint.database
+            version=version,
+            server=properties.topic_prefix,
+            database=endpoint.database,
+            streaming_snapshot=(
+                "false" if properties.value_converter_replace_null_with_default else None
+            ),
         )
         self._options = types.TypeOptions(
             decimal_handling_mode=properties.decimal_handling_mode,
@@ -143,6 +148,7 @@ class PostgresConnector:
             binary_handling_mode=properties.binary_handling_mode,
             include_unknown_datatypes=properties.include_unknown_datatypes,
             money_fraction_digits=properties.money_fraction_digits,
+            replace_null_with_default=properties.value_converter_replace_null_with_default,
         )
         self._mapping = ColumnMapping(
             mappers=ColumnMappers(

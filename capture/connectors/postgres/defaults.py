@@ -16,6 +16,7 @@ Kafka Connect's ``JsonConverter`` then writes a field's default where the value 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any, Final
 
 from cdcflow.capture.spi import Column
@@ -98,8 +99,10 @@ def _enum_literal(type_name: str, expression: str) -> str | None:
     return None
 
 
-def with_default(column: Column, text: str | None) -> Column:
-    """``column`` with the default that ``text`` converts to, written where values are null.
+def with_default(column: Column, text: str | None, *, replace_nulls: bool = True) -> Column:
+    """``column`` with the default that ``text`` converts to in its schema, and written where
+    values are null — unless ``replace_nulls`` is off (``replace.null.with.default=false``)
+    and the column is nullable.
 
     No default when the text does not convert or converts to a struct (Kafka Connect cannot
     carry a struct default, KAFKA-12694), as in Debezium.
@@ -112,16 +115,15 @@ def with_default(column: Column, text: str | None) -> Column:
         return column
     if default is None or isinstance(default, dict):
         return column
+    schema = {**column.schema, "default": default}
+    if not replace_nulls and column.optional:
+        # A NOT NULL column's null (a key-only before image) takes the default all the same:
+        # Debezium fills it in before any converter sees the record.
+        return replace(column, schema=schema)
     convert = column.convert
 
     def or_default(raw: Any) -> Any:
         value = convert(raw)
         return default if value is None else value
 
-    return Column(
-        column.name,
-        column.type_name,
-        {**column.schema, "default": default},
-        or_default,
-        column.optional,
-    )
+    return replace(column, schema=schema, convert=or_default)

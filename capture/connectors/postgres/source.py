@@ -42,9 +42,14 @@ UNCHANGED = pgoutput.UNCHANGED_TOAST
 class SourceBlock:
     """Builds the ``source`` block of PostgreSQL events (``…postgresql.Source``)."""
 
-    def __init__(self, *, version: str, server: str, database: str) -> None:
+    def __init__(
+        self, *, version: str, server: str, database: str, streaming_snapshot: str | None = "false"
+    ) -> None:
         self.base = {"version": version, "connector": "postgresql", "name": server}
         self.database = database
+        #: ``source.snapshot`` of streamed events. Debezium leaves it null and JsonConverter
+        #: writes the schema default, ``false``, unless replace.null.with.default is off.
+        self.streaming_snapshot = streaming_snapshot
 
     def build(
         self,
@@ -54,14 +59,14 @@ class SourceBlock:
         tx_id: int | None,
         lsn: int | None,
         last_commit_lsn: int | None,
-        snapshot: str = "false",
+        snapshot: str | None = None,
     ) -> dict[str, Any]:
         last = "null" if last_commit_lsn is None else f'"{last_commit_lsn}"'
         current = "null" if lsn is None else f'"{lsn}"'
         return {
             **self.base,
             "ts_ms": ts_us // 1000,
-            "snapshot": snapshot,
+            "snapshot": self.streaming_snapshot if snapshot is None else snapshot,
             "db": self.database,
             "sequence": f"[{last},{current}]",
             "ts_us": ts_us,
@@ -316,7 +321,7 @@ class PostgresStream:
         self._tx_base = {
             **self._source.base,
             "ts_ms": ts_us // 1000,
-            "snapshot": "false",
+            "snapshot": self._source.streaming_snapshot,
             "db": self._source.database,
             "ts_us": ts_us,
             "ts_ns": ts_us * 1000,

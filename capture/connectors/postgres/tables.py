@@ -235,7 +235,9 @@ class TableCatalog:
         if declared is None or spec.default_expression is None:
             return column
         text = defaults.literal(declared.name, spec.default_expression, enum=declared.is_enum)
-        return defaults.with_default(column, text)
+        return defaults.with_default(
+            column, text, replace_nulls=self._options.replace_null_with_default
+        )
 
     def _primary_key(self, relid: int, identity: str) -> tuple[str, ...]:
         """The primary key, else the columns of a ``REPLICA IDENTITY USING INDEX`` index.

@@ -213,6 +213,8 @@ class TypeOptions:
     binary_handling_mode: BinaryMode = "bytes"
     include_unknown_datatypes: bool = False
     money_fraction_digits: int = 2
+    #: JsonConverter's ``replace.null.with.default``: a null is written as the column default.
+    replace_null_with_default: bool = True
 
     def __post_init__(self) -> None:
         for option, allowed in _CHOICES.items():
