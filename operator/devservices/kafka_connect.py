@@ -136,19 +136,11 @@ PLUGINS: Mapping[str, str] = {
     ),
 }
 
-LOG4J2_CONFIG = """\
-status = warn
-appender.out.type = Console
-appender.out.name = STDOUT
-appender.out.layout.type = PatternLayout
-appender.out.layout.pattern = [%d] %p %m (%c)%n
-rootLogger.level = INFO
-rootLogger.appenderRef.out.ref = STDOUT
-logger.config.name = org.apache.kafka.common.config.AbstractConfig
-logger.config.level = WARN
-logger.reflections.name = org.reflections
-logger.reflections.level = ERROR
-"""
+#: Kafka's broker logging, plus quiet classpath scanning.
+LOG4J2_CONFIG = (
+    kafka.LOG4J2_CONFIG + "logger.reflections.name = org.reflections\n"
+    "logger.reflections.level = ERROR\n"
+)
 
 
 class ConnectError(RuntimeError):

@@ -59,7 +59,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -165,7 +164,7 @@ def binaries_ready() -> bool:
 def build_binaries() -> KubeBinaries:
     """The cached binaries, built from the Go modules on first use (once per machine)."""
     home = binaries_home()
-    with _locked(home / ".lock"):
+    with processes.locked(home / ".lock"):
         if not _built(home):
             _build(home)
             (home / MARKER).write_text(json.dumps({"recipe": recipe_digest()}) + "\n")
@@ -381,17 +380,6 @@ def _binaries(bin_dir: Path) -> KubeBinaries:
         etcd=bin_dir / ETCD_BINARY,
         version=KUBERNETES_VERSION,
     )
-
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """Hold an exclusive lock on ``path`` so concurrent first uses build only once."""
-    with path.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 # --------------------------------------------------------------------------------------------

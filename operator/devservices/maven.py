@@ -9,11 +9,8 @@ lock makes concurrent first uses (parallel test sessions) resolve only once.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 from cdcflow.operator.devservices import processes
@@ -27,7 +24,7 @@ MAVEN_HINT = "jars are fetched from Maven Central with Maven, e.g. `apt-get inst
 def cached_libs(home: Path, pom: str, *, service: str) -> Path:
     """The folder of ``pom``'s runtime dependencies under ``home``, resolving it on first use."""
     digest = hashlib.sha256(pom.encode()).hexdigest()
-    with locked(home / ".lock"):
+    with processes.locked(home / ".lock"):
         if not _resolved(home, digest):
             _resolve(home, pom, service=service)
             (home / MARKER).write_text(digest + "\n")
@@ -64,14 +61,3 @@ def _resolve(home: Path, pom: str, *, service: str) -> None:
     )
     shutil.rmtree(libs, ignore_errors=True)
     partial.rename(libs)
-
-
-@contextlib.contextmanager
-def locked(path: Path) -> Iterator[None]:
-    """Hold an exclusive lock on ``path`` so concurrent first uses resolve only once."""
-    with path.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)

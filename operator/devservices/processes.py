@@ -8,12 +8,13 @@ says why without anyone digging through temporary directories.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import shutil
 import socket
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 LOG_TAIL_LINES = 40
@@ -140,3 +141,15 @@ def _as_user(args: Sequence[str], user: str | None) -> list[str]:
     if user is None or os.geteuid() != 0:
         return list(args)
     return ["setpriv", f"--reuid={user}", f"--regid={user}", "--init-groups", "--", *args]
+
+
+@contextlib.contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``path`` so concurrent first uses (parallel test sessions)
+    download or build a cached artifact only once."""
+    with path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
