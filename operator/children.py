@@ -193,6 +193,8 @@ def stateful_set(
         },
         "resources": runtime.resources.model_dump(mode="json"),
         "volumeMounts": mounts,
+        # a fatal error's last lines become the termination message the operator reports
+        "terminationMessagePolicy": "FallbackToLogsOnError",
         "securityContext": {
             "allowPrivilegeEscalation": False,
             "readOnlyRootFilesystem": True,

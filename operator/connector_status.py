@@ -26,6 +26,7 @@ class Observed:
     capture_error: str = ""
     restarts: int = 0
     halted: bool = False
+    termination: str = ""
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,13 @@ def compute(observed: Observed) -> ConnectorStatus:
             ready=True, reason=reason, message=f"spec.state is {resource.spec.state}"
         )
         return ConnectorStatus(conditions, {**fields, "state": resource.spec.state.capitalize()})
+    if observed.capture is None and observed.termination:
+        message = (
+            f"the capture container failed ({observed.restarts} restarts so far); "
+            f"last exit: {observed.termination}"
+        )
+        conditions = summary(ready=False, reason="ConnectorFailed", message=message, stalled=True)
+        return ConnectorStatus(conditions, {**fields, "state": "Failed"})
     if observed.capture is None:
         message = f"capture pod not reachable yet: {observed.capture_error}".strip()
         conditions = summary(
@@ -105,9 +113,16 @@ def _from_capture(capture: dict[str, Any], fields: dict[str, Any]) -> ConnectorS
             "lastError": str(capture.get("lastError") or ""),
         },
     }
+    last_error = str(capture.get("lastError") or "")
     if phase == "failed":
+        conditions = summary(ready=False, reason="ConnectorFailed", message=last_error)
+    elif not capture.get("connected") and last_error:
+        # the engine is retrying: it runs, but nothing flows until the source answers again
         conditions = summary(
-            ready=False, reason="ConnectorFailed", message=str(capture.get("lastError") or "")
+            ready=False,
+            reason="SourceUnavailable",
+            message=f"capture cannot reach the source and retries: {last_error}",
+            reconciling=True,
         )
     elif phase in ("snapshot", "streaming"):
         reason = "SnapshotRunning" if phase == "snapshot" else "ConnectorRunning"

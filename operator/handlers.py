@@ -219,7 +219,12 @@ def _apply_connector(
     try:
         return connector_status.Observed(resource=resource, capture=capture_client.status(base))
     except capture_client.CaptureUnreachableError as error:
-        return connector_status.Observed(resource=resource, capture_error=str(error))
+        return connector_status.Observed(
+            resource=resource,
+            capture_error=str(error),
+            restarts=restart.count,
+            termination=restarts.last_termination(pod),
+        )
 
 
 def _reset_offsets(kube: Kube, resource: CdcConnector, body: kopf.Body, update: Update) -> None:
@@ -290,9 +295,17 @@ def _deletion_step(kube: Kube, body: kopf.Body) -> None:
 
 
 def _cleanup(kube: Kube, resource: CdcConnector, uid: str) -> tuple[bool, str]:
-    """Run the cleanup Job once; (finished successfully, what happened)."""
+    """Run the cleanup Job once; (finished successfully, what happened).
+
+    The capture pod goes first: its walsender holds the slot, which cannot be dropped while
+    it is active.
+    """
     job = children.cleanup_job(resource, uid=uid, secret_hash="")
     name, namespace = job["metadata"]["name"], resource.metadata.namespace
+    capture = children.child_name(resource)
+    if kube.get("v1", "Pod", namespace, f"{capture}-0") is not None:
+        kube.delete("apps/v1", "StatefulSet", namespace, capture)
+        return False, f"stopping the capture pod {capture}-0 before dropping its slot"
     current = kube.get("batch/v1", "Job", namespace, name)
     if current is None:
         kube.apply(job)
@@ -400,8 +413,11 @@ def _observe_sink(kube: Kube, body: kopf.Body) -> sink_status.Observed:
     sink = sink_children.resolved(sink, connector)
     uid = str(body.metadata.uid)
     kube.apply(sink_children.config_map(sink, uid=uid))
+    if sink.spec.state == "suspended":
+        kube.delete(SPARK_API, "SparkApplication", namespace, sink_children.app_name(sink))
+        return sink_status.Observed(suspended=True)
     application = kube.apply(sink_children.spark_application(sink, uid=uid))
-    return sink_status.Observed(suspended=sink.spec.state == "suspended", application=application)
+    return sink_status.Observed(application=application)
 
 
 # -- shared --------------------------------------------------------------------------------

@@ -58,6 +58,26 @@ def _limit(resource: CdcConnector) -> float:
     return float("inf") if policy.max_restarts is None else policy.max_restarts
 
 
+def last_termination(pod: dict[str, Any] | None) -> str:
+    """Why the capture container last exited with an error: kubelet's reason and message.
+
+    The message is the container's termination log, or the tail of its output
+    (``terminationMessagePolicy: FallbackToLogsOnError``); empty when it never failed.
+    """
+    statuses = ((pod or {}).get("status") or {}).get("containerStatuses") or []
+    for status in statuses:
+        if status.get("name") != "capture":
+            continue
+        for state in (status.get("state") or {}, status.get("lastState") or {}):
+            terminated = state.get("terminated") or {}
+            if terminated and int(terminated.get("exitCode") or 0) != 0:
+                message = str(terminated.get("message") or "").strip()
+                reason = terminated.get("reason") or "Error"
+                code = terminated.get("exitCode")
+                return f"{reason} (exit code {code}): {message}".strip().rstrip(":")
+    return ""
+
+
 def container_restarts(pod: dict[str, Any] | None) -> int:
     """Restarts of the capture container of a Pod object (0 when there is no pod)."""
     statuses = ((pod or {}).get("status") or {}).get("containerStatuses") or []

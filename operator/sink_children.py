@@ -22,6 +22,7 @@ CONFIG_DIR = "/etc/cdcflow"
 ENTRY_POINT = "local:///opt/cdcflow/sink_main.py"
 DEFAULT_IMAGE = "ghcr.io/cdcflow/cdcflow-spark:0.1.0"
 SPARK_VERSION = "4.0.1"
+DRIVER_CONTAINER = "spark-kubernetes-driver"  # the name spark-submit gives it
 
 
 def app_name(sink: CdcSink) -> str:
@@ -72,9 +73,14 @@ def config_map(sink: CdcSink, *, uid: str) -> JSON:
 
 
 def spark_application(sink: CdcSink, *, uid: str) -> JSON:
-    """The ``sparkoperator.k8s.io/v1beta2`` SparkApplication running the sink job."""
+    """The ``sparkoperator.k8s.io/v1beta2`` SparkApplication running the sink job.
+
+    The job's YAML is mounted from the ConfigMap through the driver's pod template, which
+    spark-submit itself applies, so no mutating webhook of the Spark operator is needed.
+    A suspended sink has no SparkApplication (v1beta2 has no ``suspend``): the operator deletes
+    it and the checkpoint keeps the position for resuming.
+    """
     spark = sink.spec.spark
-    mount = [{"name": "config", "mountPath": CONFIG_DIR, "readOnly": True}]
     config_hash = hashlib.sha256(job_config(sink).encode()).hexdigest()[:16]
     pod_annotations = {"cdcflow.io/config-hash": config_hash}
     return {
@@ -90,26 +96,40 @@ def spark_application(sink: CdcSink, *, uid: str) -> JSON:
             "mainApplicationFile": ENTRY_POINT,
             "arguments": [f"{CONFIG_DIR}/sink.yaml"],
             "sparkVersion": SPARK_VERSION,
-            "suspend": sink.spec.state == "suspended",
+            # a continuous sink runs for ever; an availableNow one is done when it completes
             "restartPolicy": {
-                "type": "Always",
+                "type": "OnFailure" if sink.spec.trigger.available_now else "Always",
                 "onFailureRetryInterval": 10,
                 "onSubmissionFailureRetryInterval": 20,
             },
             "sparkConf": dict(spark.conf),
-            "volumes": [{"name": "config", "configMap": {"name": f"{app_name(sink)}-config"}}],
             "driver": {
                 "cores": spark.driver.cores,
                 "memory": spark.driver.memory,
-                "volumeMounts": mount,
+                "serviceAccount": spark.service_account,
                 "annotations": pod_annotations,
+                "template": _config_template(sink, DRIVER_CONTAINER),
             },
             "executor": {
                 "instances": spark.executor.instances,
                 "cores": spark.executor.cores,
                 "memory": spark.executor.memory,
-                "volumeMounts": mount,
                 "annotations": pod_annotations,
             },
         },
+    }
+
+
+def _config_template(sink: CdcSink, container: str) -> JSON:
+    """A pod template mounting the job's ConfigMap at ``CONFIG_DIR`` in ``container``."""
+    return {
+        "spec": {
+            "containers": [
+                {
+                    "name": container,
+                    "volumeMounts": [{"name": "config", "mountPath": CONFIG_DIR, "readOnly": True}],
+                }
+            ],
+            "volumes": [{"name": "config", "configMap": {"name": f"{app_name(sink)}-config"}}],
+        }
     }

@@ -222,6 +222,14 @@ class SparkSpec(_Spec):
         "Kafka and Delta jars (see docs/spark-sink.md). Default: the operator's sink image.",
     )
     driver: Resources = Field(default_factory=Resources, description="The driver.")
+    service_account: str = Field(
+        "spark-operator-spark",
+        alias="serviceAccount",
+        pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$",
+        description="The driver's ServiceAccount, allowed to manage executor pods, services "
+        "and configmaps in the namespace: the one the Kubeflow Spark operator's chart makes in "
+        "each job namespace by default.",
+    )
     executor: ExecutorResources = Field(
         default_factory=ExecutorResources, description="The executors."
     )

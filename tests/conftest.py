@@ -9,6 +9,7 @@ import pytest
 pytest_plugins = [
     "tests.plugins.fix_kafka",
     "tests.plugins.fix_kube",
+    "tests.plugins.fix_node",
     "tests.plugins.fix_mariadb",
     "tests.plugins.fix_postgres",
     "tests.plugins.fix_capture",

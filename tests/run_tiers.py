@@ -16,6 +16,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from cdcflow.operator.devservices import node_namespace
+
 PACKAGES = ["capture", "operator", "sparkapps"]
 TIERS = ("unit", "integration", "e2e")
 CODE = [*PACKAGES, "tests", "bench"]
@@ -48,10 +50,13 @@ PHASES = {
     "e2e": Phase(
         "e2e",
         (
-            # Builds kube-apiserver, etcd and kubectl from their Go modules on a fresh machine
-            # (cached afterwards), so the build is not charged to the first test's timeout.
-            (sys.executable, "-m", "cdcflow.operator.devservices.kube", "build"),
-            _pytest("e2e"),
+            # Builds the Kubernetes binaries from their Go modules, installs the container
+            # runtime and builds the node's images on a fresh machine (cached afterwards), all
+            # before entering the namespaces, where there is no network.
+            (sys.executable, "-m", "cdcflow.operator.devservices.kube_node", "prepare"),
+            # The tier runs inside network and mount namespaces of its own, where the test
+            # node lives (see cdcflow.operator.devservices.node_namespace).
+            tuple(node_namespace.wrapped(_pytest("e2e"))),
         ),
     ),
 }

@@ -35,7 +35,7 @@ LOG4J_VERSION = "2.25.3"
 SERVER_MAIN = "kafka.Kafka"
 STORAGE_TOOL_MAIN = "kafka.tools.StorageTool"
 READY_LINE = "Kafka Server started"
-HOST = "127.0.0.1"
+HOST = processes.LOOPBACK  # the controller listener; clients use processes.service_host()
 JVM_OPTIONS = (
     "-Xms128m",
     "-Xmx512m",
@@ -124,13 +124,16 @@ def new_cluster_id() -> str:
             return text
 
 
-def server_properties(*, port: int, controller_port: int, data_dir: Path) -> str:
-    """A single-node KRaft configuration sized for tests: every replication factor is one."""
+def server_properties(*, port: int, controller_port: int, data_dir: Path, host: str = HOST) -> str:
+    """A single-node KRaft configuration sized for tests: every replication factor is one.
+
+    Clients connect to (and are told of) ``host``; the controller stays on loopback.
+    """
     settings = {
         "process.roles": "broker,controller",
         "node.id": "1",
-        "listeners": f"PLAINTEXT://{HOST}:{port},CONTROLLER://{HOST}:{controller_port}",
-        "advertised.listeners": f"PLAINTEXT://{HOST}:{port}",
+        "listeners": f"PLAINTEXT://{host}:{port},CONTROLLER://{HOST}:{controller_port}",
+        "advertised.listeners": f"PLAINTEXT://{host}:{port}",
         "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
         "controller.listener.names": "CONTROLLER",
         "inter.broker.listener.name": "PLAINTEXT",
@@ -158,17 +161,18 @@ def running_kafka() -> Iterator[KafkaBroker]:
     workdir = Path(tempfile.mkdtemp(prefix="cdcflow-kafka-"))
     try:
         port, controller_port = _two_free_ports()
+        host = processes.service_host()
         data_dir, log = workdir / "data", workdir / "kafka.log"
-        config = _write_config(workdir, port=port, controller_port=controller_port)
+        config = _write_config(workdir, port=port, controller_port=controller_port, host=host)
         cluster_id = _format_storage(java, libs, workdir, config=config, log=log)
         process = processes.start_process(
             _java_command(java, libs, workdir, SERVER_MAIN, str(config)), log=log
         )
         try:
-            _wait_ready(process, port=port, log=log)
+            _wait_ready(process, host=host, port=port, log=log)
             yield KafkaBroker(
-                bootstrap_servers=f"{HOST}:{port}",
-                host=HOST,
+                bootstrap_servers=f"{host}:{port}",
+                host=host,
                 port=port,
                 controller_port=controller_port,
                 cluster_id=cluster_id,
@@ -183,12 +187,13 @@ def running_kafka() -> Iterator[KafkaBroker]:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _write_config(workdir: Path, *, port: int, controller_port: int) -> Path:
+def _write_config(workdir: Path, *, port: int, controller_port: int, host: str) -> Path:
     """Write ``server.properties`` and the log4j2 configuration; return the former's path."""
     config = workdir / "server.properties"
-    config.write_text(
-        server_properties(port=port, controller_port=controller_port, data_dir=workdir / "data")
+    properties = server_properties(
+        port=port, controller_port=controller_port, data_dir=workdir / "data", host=host
     )
+    config.write_text(properties)
     (workdir / "log4j2.properties").write_text(LOG4J2_CONFIG)
     return config
 
@@ -227,10 +232,10 @@ def _two_free_ports() -> tuple[int, int]:
     return first, second
 
 
-def _wait_ready(process: subprocess.Popen[bytes], *, port: int, log: Path) -> None:
+def _wait_ready(process: subprocess.Popen[bytes], *, host: str, port: int, log: Path) -> None:
     """Wait for the broker's started line and its client port; raise with the log tail if not."""
     processes.wait_until(
-        lambda: _log_mentions(log, READY_LINE) and processes.port_open(port),
+        lambda: _log_mentions(log, READY_LINE) and processes.port_open(port, host),
         service=SERVICE,
         what=f"'{READY_LINE}' and port {port}",
         log=log,

@@ -1,15 +1,18 @@
 """A throwaway Kubernetes control plane for tests: a real etcd and kube-apiserver, envtest-style.
 
-There is no kubelet, scheduler or controller-manager: objects are stored, validated (OpenAPI,
-CEL, admission), watched and served exactly as in production, but pods never run, garbage
-collection never happens and deleted namespaces stay ``Terminating`` forever.
+Alone, there is no kubelet, scheduler or controller-manager: objects are stored, validated
+(OpenAPI, CEL, admission), watched and served exactly as in production, but pods never run,
+garbage collection never happens and deleted namespaces stay ``Terminating`` forever.
+:mod:`~cdcflow.operator.devservices.kube_node` adds those for a real single-node cluster
+(``ApiServerNetwork(for_node=True)``).
 
 Binaries
-    ``kube-apiserver``, ``kubectl`` and ``etcd`` are compiled from their Go modules (the Go
+    ``kube-apiserver``, ``kubectl``, ``etcd`` and, for the node, ``kube-controller-manager``,
+    ``kube-scheduler`` and ``kubelet`` are compiled from their Go modules (the Go
     module proxy is the only place they can come from here) into
     ``cache_dir("kube", KUBERNETES_VERSION)/bin``, once per machine: a file lock serialises
     concurrent first uses and ``built.json`` (holding a digest of the build recipe) is written
-    only after all three built. Later runs start from the cache without touching Go.
+    only after all of them built. Later runs start from the cache without touching Go.
 
     ``k8s.io/kubernetes`` cannot be built as a dependency as it is, because its go.mod requires
     every staging module (``k8s.io/api``, ``k8s.io/apiserver``, ...) at ``v0.0.0`` and satisfies
@@ -40,9 +43,9 @@ Binaries
     needs them. A Go older than the release's go directive fetches the right toolchain through
     the module proxy (``GOTOOLCHAIN=auto``, Go's default).
 
-    Measured on the 2-core project machine with empty Go caches: 4 min 15 s for all three
-    (peak RSS 1.9 GB); 15-20 s with warm Go caches. Disk: ``bin/`` 183 MB, module cache 0.6 GB,
-    build cache 2.4 GB. ``python -m cdcflow.operator.devservices.kube build`` fills the cache
+    Measured on the 2-core project machine with empty Go caches: 4 min 15 s for the first
+    three (peak RSS 1.9 GB), about 80 s more for the node's three; 90 s for all six with warm
+    Go caches. Disk: ``bin/`` 424 MB, module cache 0.6 GB, build cache 3 GB. ``python -m cdcflow.operator.devservices.kube build`` fills the cache
     ahead of a test run; ``… up`` starts a cluster and prints its ``KUBECONFIG``.
 
 Cluster
@@ -107,8 +110,31 @@ VERSION_PACKAGES = ("k8s.io/client-go/pkg/version", "k8s.io/component-base/versi
 KUBERNETES_BINARIES = {
     "kube-apiserver": f"{KUBERNETES_MODULE}/cmd/kube-apiserver",
     "kubectl": f"{KUBERNETES_MODULE}/cmd/kubectl",
+    "kube-controller-manager": f"{KUBERNETES_MODULE}/cmd/kube-controller-manager",
+    "kube-scheduler": f"{KUBERNETES_MODULE}/cmd/kube-scheduler",
+    "kubelet": f"{KUBERNETES_MODULE}/cmd/kubelet",
 }
 ETCD_BINARY = "etcd"
+
+
+@dataclass(frozen=True)
+class ApiServerNetwork:
+    """Where kube-apiserver listens and what it tells clients and pods.
+
+    The default is envtest's: loopback, a free port, no kubelet. A test node
+    (:mod:`cdcflow.operator.devservices.kube_node`) serves on every address of its private
+    network namespace at 443, the ``kubernetes`` Service's port, with node authorization and
+    service-account tokens for pods.
+    """
+
+    bind_address: str = HOST
+    advertise_address: str = HOST
+    port: int | None = None
+    extra_server_names: tuple[str, ...] = ()
+    for_node: bool = False
+
+
+ENVTEST = ApiServerNetwork()
 
 
 @dataclass(frozen=True)
@@ -136,6 +162,7 @@ class KubeCluster:
     workdir: Path
     apiserver_pid: int
     etcd_pid: int
+    certificates: ClusterCertificates
 
     def kubectl_command(self, *args: str) -> list[str]:
         """A ``kubectl`` command line aimed at this cluster, with its own discovery cache."""
@@ -264,7 +291,7 @@ def version_ldflags(release_time: str) -> list[str]:
 
 
 def _build(home: Path) -> None:
-    """Fetch the release's go.mod, write the build module and build all three binaries."""
+    """Fetch the release's go.mod, write the build module and build every binary."""
     go, env, log = _go(), _go_env(), home / "build.log"
     (home / MARKER).unlink(missing_ok=True)
     release = _fetch_release(go, home, env=env, log=log)
@@ -361,7 +388,7 @@ def _go_output(go: str, *args: str, env: dict[str, str], log: Path, cwd: Path | 
 
 
 def _built(home: Path) -> bool:
-    """Whether ``bin/`` holds all three binaries from a finished build of this recipe."""
+    """Whether ``bin/`` holds every binary from a finished build of this recipe."""
     marker = home / MARKER
     if not marker.exists():
         return False
@@ -435,12 +462,15 @@ class ClusterCertificates:
     service_account_public_key: Path
 
 
-def make_certificates(folder: Path) -> ClusterCertificates:
-    """Make a CA, a serving and an admin client certificate and an SA key pair in ``folder``."""
+def make_certificates(folder: Path, *, extra_names: Sequence[str] = ()) -> ClusterCertificates:
+    """Make a CA, a serving and an admin client certificate and an SA key pair in ``folder``.
+
+    ``extra_names`` are more subjectAltNames of the serving certificate (``IP:…``/``DNS:…``).
+    """
     openssl = processes.require_binary("openssl", hint=OPENSSL_HINT)
     folder.mkdir(parents=True, exist_ok=True)
     config = folder / "openssl.cnf"
-    config.write_text(OPENSSL_CONFIG.format(server_names=",".join(SERVER_NAMES)))
+    config.write_text(OPENSSL_CONFIG.format(server_names=",".join([*SERVER_NAMES, *extra_names])))
     log = folder / "openssl.log"
 
     def run(*args: str) -> None:
@@ -495,13 +525,33 @@ def etcd_args(etcd: Path, *, data_dir: Path, client_port: int, peer_port: int) -
 
 
 def apiserver_args(
-    apiserver: Path, *, certs: ClusterCertificates, port: int, etcd_endpoint: str, cert_dir: Path
+    apiserver: Path,
+    *,
+    certs: ClusterCertificates,
+    port: int,
+    etcd_endpoint: str,
+    cert_dir: Path,
+    network: ApiServerNetwork = ENVTEST,
 ) -> list[str]:
-    """envtest's kube-apiserver arguments plus our serving certificate and client CA."""
+    """envtest's kube-apiserver arguments plus our serving certificate and client CA.
+
+    For a node: Node+RBAC authorization, the ServiceAccount and NodeRestriction admission
+    plugins, and the admin's certificate to call kubelets (``kubectl logs``/``exec``).
+    """
+    if network.for_node:
+        access = [
+            "--authorization-mode=Node,RBAC",
+            "--enable-admission-plugins=NodeRestriction",
+            f"--kubelet-client-certificate={certs.admin_cert}",
+            f"--kubelet-client-key={certs.admin_key}",
+            "--kubelet-preferred-address-types=InternalIP",
+        ]
+    else:
+        access = ["--authorization-mode=RBAC", "--disable-admission-plugins=ServiceAccount"]
     return [
         str(apiserver),
-        f"--bind-address={HOST}",
-        f"--advertise-address={HOST}",
+        f"--bind-address={network.bind_address}",
+        f"--advertise-address={network.advertise_address}",
         f"--secure-port={port}",
         f"--cert-dir={cert_dir}",
         f"--tls-cert-file={certs.server_cert}",
@@ -509,11 +559,10 @@ def apiserver_args(
         f"--client-ca-file={certs.ca_cert}",
         f"--etcd-servers={etcd_endpoint}",
         f"--service-cluster-ip-range={SERVICE_CLUSTER_IP_RANGE}",
-        f"--service-account-issuer=https://{HOST}:{port}/",
+        f"--service-account-issuer=https://{network.advertise_address}:{port}/",
         f"--service-account-key-file={certs.service_account_public_key}",
         f"--service-account-signing-key-file={certs.service_account_key}",
-        "--authorization-mode=RBAC",
-        "--disable-admission-plugins=ServiceAccount",
+        *access,
         "--allow-privileged=true",
         "--endpoint-reconciler-type=none",
         "--profiling=false",
@@ -554,7 +603,9 @@ def kubeconfig_document(server: str, certs: ClusterCertificates) -> dict[str, An
 
 
 @contextlib.contextmanager
-def running_kube_apiserver(extra_args: Sequence[str] = ()) -> Iterator[KubeCluster]:
+def running_kube_apiserver(
+    extra_args: Sequence[str] = (), *, network: ApiServerNetwork = ENVTEST
+) -> Iterator[KubeCluster]:
     """Start etcd and kube-apiserver in a temporary folder; stop both and remove it on exit.
 
     ``extra_args`` are appended to kube-apiserver's command line (e.g. ``--feature-gates=…``).
@@ -562,14 +613,14 @@ def running_kube_apiserver(extra_args: Sequence[str] = ()) -> Iterator[KubeClust
     binaries = build_binaries()
     workdir = Path(tempfile.mkdtemp(prefix="cdcflow-kube-"))
     try:
-        certs = make_certificates(workdir / "pki")
+        certs = make_certificates(workdir / "pki", extra_names=network.extra_server_names)
         with contextlib.ExitStack() as stack:
             etcd_endpoint, etcd_log, etcd_pid = stack.enter_context(
                 _running_etcd(binaries.etcd, workdir)
             )
             server, log, apiserver_pid = stack.enter_context(
                 _running_apiserver(
-                    binaries.kube_apiserver, workdir, certs, etcd_endpoint, extra_args
+                    binaries.kube_apiserver, workdir, certs, etcd_endpoint, extra_args, network
                 )
             )
             kubeconfig = workdir / "kubeconfig"
@@ -586,6 +637,7 @@ def running_kube_apiserver(extra_args: Sequence[str] = ()) -> Iterator[KubeClust
                 workdir=workdir,
                 apiserver_pid=apiserver_pid,
                 etcd_pid=etcd_pid,
+                certificates=certs,
             )
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
@@ -620,17 +672,18 @@ def _running_apiserver(
     certs: ClusterCertificates,
     etcd_endpoint: str,
     extra_args: Sequence[str],
+    network: ApiServerNetwork,
 ) -> Iterator[tuple[str, Path, int]]:
     """Start kube-apiserver, wait for ``/readyz`` as the admin; yield URL, log and pid."""
-    port = processes.free_port()
+    port = network.port or processes.free_port()
     log = workdir / "kube-apiserver.log"
     args = apiserver_args(
         apiserver, certs=certs, port=port, etcd_endpoint=etcd_endpoint,
-        cert_dir=workdir / "apiserver-certs",
+        cert_dir=workdir / "apiserver-certs", network=network,
     )  # fmt: skip
     process = processes.start_process([*args, *extra_args], log=log)
     try:
-        server = f"https://{HOST}:{port}"
+        server = f"https://{network.advertise_address}:{port}"
         context = _admin_tls(certs)
         processes.wait_until(
             lambda: _apiserver_ready(server, context),

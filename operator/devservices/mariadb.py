@@ -52,8 +52,6 @@ CDC_PRIVILEGES = (
 )
 SERVER_BINARIES = ("mariadbd", "mysqld")
 APT_PACKAGE = "mariadb-server"
-POLICY_RC_D = Path("/usr/sbin/policy-rc.d")
-SBIN_DIRS = ("/usr/local/sbin", "/usr/sbin", "/sbin")
 
 
 @dataclass(frozen=True)
@@ -80,16 +78,10 @@ class MariaDbServer:
         return {"host": self.host, "port": self.port, "user": user, "password": password}
 
 
-def find_binary(name: str) -> str | None:
-    """Locate an executable on PATH or in the sbin folders, which a non-root PATH may lack."""
-    search = os.pathsep.join([os.environ.get("PATH", ""), *SBIN_DIRS])
-    return shutil.which(name, path=search)
-
-
 def server_binary() -> str | None:
     """The MariaDB server executable, ``mariadbd`` or its older name ``mysqld``."""
     for name in SERVER_BINARIES:
-        found = find_binary(name)
+        found = processes.find_binary(name)
         if found is not None:
             return found
     return None
@@ -97,43 +89,11 @@ def server_binary() -> str | None:
 
 def ensure_installed() -> None:
     """Install Debian's ``mariadb-server`` when the server or ``mariadb-install-db`` is missing."""
-    if server_binary() is not None and find_binary("mariadb-install-db") is not None:
+    if server_binary() is not None and processes.find_binary("mariadb-install-db") is not None:
         return
-    if os.geteuid() != 0:
-        raise processes.ServiceStartError(
-            "MariaDB server binaries (`mariadbd` and `mariadb-install-db`) were not found and "
-            "only root can install them. Install them, e.g. "
-            "`sudo apt-get install --no-install-recommends mariadb-server` (Debian 12: 10.11)."
-        )
-    log = processes.cache_dir("mariadb") / "apt.log"
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    apt = ["apt-get", "-o", "DPkg::Lock::Timeout=300"]
-    processes.run_checked([*apt, "update"], service=SERVICE, log=log, env=env)
-    with _service_starts_blocked():
-        processes.run_checked(
-            [*apt, "install", "-y", "--no-install-recommends", APT_PACKAGE],
-            service=SERVICE,
-            log=log,
-            env=env,
-        )
-
-
-@contextlib.contextmanager
-def _service_starts_blocked() -> Iterator[None]:
-    """Keep package scripts from starting a system MariaDB on port 3306.
-
-    invoke-rc.d and deb-systemd-invoke both ask ``policy-rc.d``; exit code 101 means "do not
-    start". An existing policy (container images ship one) is left untouched.
-    """
-    if POLICY_RC_D.exists():
-        yield
-        return
-    POLICY_RC_D.write_text("#!/bin/sh\n# written by cdcflow while installing MariaDB\nexit 101\n")
-    POLICY_RC_D.chmod(0o755)
-    try:
-        yield
-    finally:
-        POLICY_RC_D.unlink(missing_ok=True)
+    processes.apt_install(
+        [APT_PACKAGE], service=SERVICE, log=processes.cache_dir("mariadb") / "apt.log"
+    )
 
 
 def os_user() -> str | None:

@@ -103,7 +103,7 @@ def running_postgres(settings: Mapping[str, str] | None = None) -> Iterator[Post
     workdir = Path(tempfile.mkdtemp(prefix="cdcflow-postgres-"))
     data_dir, log = workdir / "data", workdir / "postgres.log"
     _init_cluster(bindir=bindir, workdir=workdir, user=user, settings=settings or {})
-    port = processes.free_port()
+    port, host = processes.free_port(), processes.service_host()
     process = processes.start_process(
         [
             str(bindir / "postgres"),
@@ -112,7 +112,7 @@ def running_postgres(settings: Mapping[str, str] | None = None) -> Iterator[Post
             "-p",
             str(port),
             "-c",
-            "listen_addresses=127.0.0.1",
+            f"listen_addresses={host}",
             "-c",
             f"unix_socket_directories={workdir}",
         ],
@@ -121,7 +121,7 @@ def running_postgres(settings: Mapping[str, str] | None = None) -> Iterator[Post
     )
     try:
         processes.wait_until(
-            lambda: processes.port_open(port),
+            lambda: processes.port_open(port, host),
             service=SERVICE,
             what=f"port {port}",
             log=log,
@@ -129,7 +129,7 @@ def running_postgres(settings: Mapping[str, str] | None = None) -> Iterator[Post
             process=process,
         )
         server = PostgresServer(
-            host="127.0.0.1",
+            host=host,
             port=port,
             database=DATABASE,
             superuser=SUPERUSER,
@@ -185,7 +185,9 @@ def _init_cluster(
         conf.write(defaults)
         conf.writelines(f"{name} = '{value}'\n" for name, value in settings.items())
     with (workdir / "data" / "pg_hba.conf").open("a") as hba:
-        hba.write("host replication all 127.0.0.1/32 scram-sha-256\n")
+        # samenet: loopback, or the test node's bridge when pods must reach the server
+        hba.write("host all all samenet scram-sha-256\n")
+        hba.write("host replication all samenet scram-sha-256\n")
 
 
 def _create_database_and_roles(*, bindir: Path, server: PostgresServer, workdir: Path) -> None:

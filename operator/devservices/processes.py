@@ -18,6 +18,10 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 LOG_TAIL_LINES = 40
+LOOPBACK = "127.0.0.1"
+SERVICE_HOST_ENV = "CDCFLOW_SERVICE_HOST"
+POLICY_RC_D = Path("/usr/sbin/policy-rc.d")
+SBIN_DIRS = ("/usr/local/sbin", "/usr/sbin", "/sbin")
 
 
 class ServiceStartError(RuntimeError):
@@ -30,6 +34,12 @@ def cache_dir(*parts: str) -> Path:
     path = root.joinpath(*parts)
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def service_host() -> str:
+    """The address dev services listen on and advertise: loopback, unless inside a test node's
+    network namespace, whose bridge address pods can reach (see ``node_namespace``)."""
+    return os.environ.get(SERVICE_HOST_ENV) or LOOPBACK
 
 
 def free_port() -> int:
@@ -126,6 +136,49 @@ def stop_process(process: subprocess.Popen[bytes], *, grace: float = 15) -> None
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait(timeout=grace)
+
+
+def find_binary(name: str) -> str | None:
+    """Locate an executable on PATH or in the sbin folders, which a non-root PATH may lack."""
+    search = os.pathsep.join([os.environ.get("PATH", ""), *SBIN_DIRS])
+    return shutil.which(name, path=search)
+
+
+def apt_install(packages: Sequence[str], *, service: str, log: Path) -> None:
+    """Install Debian packages (root only) without letting their scripts start any service."""
+    if os.geteuid() != 0:
+        raise ServiceStartError(
+            f"{service} needs the Debian packages {', '.join(packages)}, and only root can "
+            f"install them: `sudo apt-get install --no-install-recommends {' '.join(packages)}`."
+        )
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    apt = ["apt-get", "-o", "DPkg::Lock::Timeout=300"]
+    run_checked([*apt, "update"], service=service, log=log, env=env)
+    with _service_starts_blocked():
+        run_checked(
+            [*apt, "install", "-y", "--no-install-recommends", *packages],
+            service=service,
+            log=log,
+            env=env,
+        )
+
+
+@contextlib.contextmanager
+def _service_starts_blocked() -> Iterator[None]:
+    """Keep package scripts from starting system services (a MariaDB on 3306, a containerd).
+
+    invoke-rc.d and deb-systemd-invoke both ask ``policy-rc.d``; exit code 101 means "do not
+    start". An existing policy (container images ship one) is left untouched.
+    """
+    if POLICY_RC_D.exists():
+        yield
+        return
+    POLICY_RC_D.write_text("#!/bin/sh\n# written by cdcflow while installing packages\nexit 101\n")
+    POLICY_RC_D.chmod(0o755)
+    try:
+        yield
+    finally:
+        POLICY_RC_D.unlink(missing_ok=True)
 
 
 def require_binary(name: str, *, hint: str) -> str:

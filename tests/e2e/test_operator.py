@@ -22,7 +22,7 @@ from cdcflow.capture.status_server import StatusServer
 from cdcflow.operator.devservices import kube
 from cdcflow.operator.devservices.processes import free_port
 from tests.plugins.fix_capture import CaptureHarness, RunningEngine
-from tests.plugins.fix_kube import kubectl, wait_established
+from tests.plugins.fix_kube import eventually, kubectl, wait_established
 
 ROOT = Path(__file__).resolve().parents[2]
 WAIT_S = 60.0
@@ -46,17 +46,7 @@ def _get(cluster: kube.KubeCluster, namespace: str, *what: str) -> dict[str, Any
 
 
 def _eventually(check: Callable[[], Any], *, timeout: float = WAIT_S, what: str = "") -> Any:
-    deadline, last = time.monotonic() + timeout, None
-    while time.monotonic() < deadline:
-        try:
-            last = check()
-        except Exception as error:
-            last = error
-        else:
-            if last:
-                return last
-        time.sleep(0.5)
-    raise AssertionError(f"timed out waiting for {what}: last saw {last!r}")
+    return eventually(check, timeout=timeout, what=what)
 
 
 def _wait_for_reason(
@@ -593,7 +583,8 @@ def test_a_sink_runs_as_a_spark_application_and_follows_its_state(
     spec = application["spec"]
     assert spec["mainApplicationFile"] == "local:///opt/cdcflow/sink_main.py"
     assert spec["arguments"] == ["/etc/cdcflow/sink.yaml"]
-    assert spec["suspend"] is False
+    assert "suspend" not in spec  # not a v1beta2 SparkApplication field
+    assert spec["driver"]["serviceAccount"] == "spark-operator-spark"
     assert job["spec"]["kafka"]["bootstrapServers"] == "kafka:9092"
     assert job["spec"]["connectorRef"]["topicPrefix"] == "shop"
 
@@ -616,8 +607,10 @@ def test_a_sink_runs_as_a_spark_application_and_follows_its_state(
 
     _apply(kube_cluster, kube_namespace, _sink("lake", state="suspended"))
     _wait_for_reason(kube_cluster, kube_namespace, "cdcsink/lake", "Ready", "Suspended")
-    suspended = _get(kube_cluster, kube_namespace, "sparkapplication", "lake-sink")
-    assert suspended["spec"]["suspend"] is True
+    gone = kubectl(
+        kube_cluster, "get", "-n", kube_namespace, "sparkapplication", "lake-sink", check=False
+    )
+    assert "NotFound" in gone.stderr, "a suspended sink has no SparkApplication"
     columns = kubectl(kube_cluster, "get", "cdcsinks", "-n", kube_namespace).stdout.splitlines()[0]
     assert columns.split() == [
         "NAME",

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -199,3 +201,27 @@ def test_initial_statements_run_on_the_snapshot_connection(capture: CaptureHarne
     events = capture.wait_for_events(f"public.{table}", lambda ev: len(ev) >= 1)
     running.stop()
     assert events[0].payload["after"]["note"] == "a;b"
+
+
+def test_cleanup_refuses_a_slot_in_use_and_drops_it_once_the_connector_stopped(
+    capture: CaptureHarness,
+) -> None:
+    table = capture.table("cleaned")
+    capture.sql(f"CREATE TABLE {table} (id int PRIMARY KEY)")
+    resource = capture.resource([table])
+    config = capture.write_yaml(resource)
+    command = [sys.executable, "-m", "cdcflow.operator.cli", "cleanup", "-f", str(config)]
+    slot = f"SELECT count(*) FROM pg_replication_slots WHERE slot_name = '{capture.name}'"
+    running = capture.start(resource)
+
+    busy = subprocess.run(command, env=capture.cli_environment(), capture_output=True, text=True)
+    assert busy.returncode != 0
+    assert f"replication slot {capture.name} is still in use" in busy.stderr
+    assert "dropped" not in busy.stdout
+    assert capture.query(slot) == [(1,)]
+
+    running.stop()
+    done = subprocess.run(command, env=capture.cli_environment(), capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert f"slot {capture.name}" in done.stdout
+    assert capture.query(slot) == [(0,)]

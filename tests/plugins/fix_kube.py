@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import re
 import subprocess
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -86,6 +88,21 @@ def kubectl(
     return result
 
 
+def eventually(check: Callable[[], Any], *, timeout: float = 60.0, what: str = "") -> Any:
+    """Call ``check`` until it returns something truthy (errors count as not yet); return it."""
+    deadline, last = time.monotonic() + timeout, None
+    while time.monotonic() < deadline:
+        try:
+            last = check()
+        except Exception as error:
+            last = error
+        else:
+            if last:
+                return last
+        time.sleep(0.5)
+    raise AssertionError(f"timed out waiting for {what}: last saw {last!r}")
+
+
 def apply_crds(cluster: kube.KubeCluster, folder: Path) -> list[str]:
     """Server-side apply every manifest in ``folder``; wait until its CRDs are Established."""
     manifests = crd_manifests(folder)
@@ -100,8 +117,16 @@ def apply_crds(cluster: kube.KubeCluster, folder: Path) -> list[str]:
 
 
 def wait_established(cluster: kube.KubeCluster, *crds: str) -> None:
-    """Wait until each named CRD (``customresourcedefinition.…/<name>``) is Established."""
-    kubectl(cluster, "wait", *ESTABLISHED, *crds)
+    """Wait until each named CRD (``customresourcedefinition.…/<name>``) is Established.
+
+    ``kubectl wait`` fails outright on a CRD created a moment ago whose status has no
+    conditions yet, so that is retried.
+    """
+    eventually(
+        lambda: kubectl(cluster, "wait", *ESTABLISHED, *crds, check=False).returncode == 0,
+        timeout=90,
+        what=f"{', '.join(crds)} Established",
+    )
 
 
 def crd_manifests(folder: Path) -> list[Path]:

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from cdcflow.capture.resource import CdcConnector
-from cdcflow.operator import children, connector_status, signal_status
+from cdcflow.operator import children, connector_status, restarts, signal_status
 from cdcflow.operator.conditions import Condition, merge
 from cdcflow.operator.resources import CdcSnapshotSignal
 
@@ -166,6 +166,54 @@ def test_snapshot_progress_shows_as_a_percentage() -> None:
     assert _reasons(status)["Ready"] == ("True", "SnapshotRunning")
 
 
+def test_an_engine_that_lost_its_source_is_not_ready_and_says_why() -> None:
+    capture = {
+        "phase": "streaming",
+        "connected": False,
+        "lastError": 'password authentication failed for user "cdc"',
+        "streaming": {},
+    }
+    status = connector_status.compute(
+        connector_status.Observed(resource=_connector(), capture=capture)
+    )
+    ready = status.conditions[0]
+    assert (ready.status, ready.reason) == ("False", "SourceUnavailable")
+    assert 'password authentication failed for user "cdc"' in ready.message
+
+
+def test_a_crashing_capture_container_reports_its_last_exit() -> None:
+    pod = {
+        "status": {
+            "containerStatuses": [
+                {
+                    "name": "capture",
+                    "restartCount": 2,
+                    "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+                    "lastState": {
+                        "terminated": {
+                            "exitCode": 2,
+                            "reason": "Error",
+                            "message": "cannot log in to PostgreSQL: password authentication",
+                        }
+                    },
+                }
+            ]
+        }
+    }
+    termination = restarts.last_termination(pod)
+    assert termination == (
+        "Error (exit code 2): cannot log in to PostgreSQL: password authentication"
+    )
+    status = connector_status.compute(
+        connector_status.Observed(
+            resource=_connector(), capture_error="refused", restarts=2, termination=termination
+        )
+    )
+    assert _reasons(status)["Ready"] == ("False", "ConnectorFailed")
+    assert termination in status.conditions[0].message
+    assert restarts.last_termination({"status": {"containerStatuses": [{"name": "capture"}]}}) == ""
+
+
 def _signal(**spec: Any) -> CdcSnapshotSignal:
     return CdcSnapshotSignal.model_validate(
         {
@@ -266,14 +314,27 @@ def test_sink_takes_topics_and_kafka_from_its_connector() -> None:
     assert resolved.bootstrap_servers() == "kafka:9093"
 
 
-def test_suspended_sink_suspends_its_spark_application() -> None:
+def test_an_available_now_sink_runs_once_and_a_continuous_one_for_ever() -> None:
     from cdcflow.operator import sink_children
 
-    running = sink_children.spark_application(_sink(), uid=UID)["spec"]
-    suspended = sink_children.spark_application(_sink(state="suspended"), uid=UID)["spec"]
-    assert (running["suspend"], suspended["suspend"]) == (False, True)
-    assert running["arguments"] == ["/etc/cdcflow/sink.yaml"]
-    assert running["volumes"][0]["configMap"]["name"] == "lake-sink-config"
+    continuous = sink_children.spark_application(_sink(), uid=UID)["spec"]
+    once = sink_children.spark_application(_sink(trigger={"availableNow": True}), uid=UID)["spec"]
+    assert continuous["restartPolicy"]["type"] == "Always"
+    assert once["restartPolicy"]["type"] == "OnFailure"
+
+
+def test_the_spark_application_needs_no_webhook_and_names_the_driver_account() -> None:
+    from cdcflow.operator import sink_children
+
+    spec = sink_children.spark_application(_sink(), uid=UID)["spec"]
+    assert "suspend" not in spec, "v1beta2 SparkApplications have no suspend field"
+    assert spec["arguments"] == ["/etc/cdcflow/sink.yaml"]
+    assert spec["driver"]["serviceAccount"] == "spark-operator-spark"
+    template = spec["driver"]["template"]["spec"]
+    assert template["volumes"][0]["configMap"]["name"] == "lake-sink-config"
+    container = template["containers"][0]
+    assert container["name"] == "spark-kubernetes-driver"
+    assert container["volumeMounts"][0]["mountPath"] == "/etc/cdcflow"
 
 
 @pytest.mark.parametrize(

@@ -507,7 +507,12 @@ class PostgresConnector:
         with connect(self.endpoint) as conn:
             self._conn = conn
             if checks.slot_state(conn, self.properties.slot_name) is not None:
-                self._drop_slot()
+                if not self._drop_slot():
+                    raise FatalError(
+                        f"replication slot {self.properties.slot_name} is still in use (or "
+                        "could not be dropped, see the warning above): stop the connector that "
+                        "streams from it, then run the cleanup again"
+                    )
                 dropped.append(f"slot {self.properties.slot_name}")
             name = self.properties.publication_name
             if conn.execute("SELECT 1 FROM pg_publication WHERE pubname = %s", (name,)).fetchone():
@@ -573,23 +578,27 @@ class PostgresConnector:
             self._conn.close()
         self._conn, self._chunks = None, None
 
-    def _drop_slot(self) -> None:
-        """Drop the slot once the walsender of the stream closed just now has released it."""
+    def _drop_slot(self) -> bool:
+        """Drop the slot once the walsender of the stream closed just now has released it.
+
+        False when it stayed in use or the server refused (both logged).
+        """
         name = self.properties.slot_name
         deadline = time.monotonic() + SLOT_RELEASE_TIMEOUT_S
         while (state := checks.slot_state(self.conn, name)) is not None and state[0]:
             if time.monotonic() > deadline:
                 log.warning("replication slot %s is still in use; not dropping it", name)
-                return
+                return False
             time.sleep(0.05)
         if state is None:
-            return
+            return True
         try:
             self.conn.execute("SELECT pg_drop_replication_slot(%s)", (name,))
         except psycopg.Error as error:
             log.warning("could not drop replication slot %s: %s", name, str(error).strip())
-            return
-        log.info("dropped replication slot %s (slot.drop.on.stop)", name)
+            return False
+        log.info("dropped replication slot %s", name)
+        return True
 
 
 def message_value_schema(binary_handling_mode: str) -> ConnectSchema:

@@ -1,0 +1,35 @@
+"""Fixture plugin: one real single-node Kubernetes per test session, and a namespace per test.
+
+The node (:mod:`cdcflow.operator.devservices.kube_node`) runs only inside the network and mount
+namespaces the e2e tier is started in (``python -m tests.run_tiers e2e``); PostgreSQL and Kafka
+of the same session listen on the node's address there, so pods reach them. Its images are
+the ones built from this checkout (:mod:`cdcflow.operator.devservices.node_images`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from cdcflow.operator.devservices import kube_node, node_images
+from tests.plugins.fix_kube import kubectl, unique_namespace_name
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="session")
+def node() -> Iterator[kube_node.KubeNode]:
+    """A running control plane, containerd and kubelet with this checkout's images."""
+    with kube_node.running_node(node_images.all_images(ROOT)) as running:
+        yield running
+
+
+@pytest.fixture
+def pod_namespace(node: kube_node.KubeNode, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A new namespace on the node for this test alone; deleted (without waiting) afterwards."""
+    name = unique_namespace_name(request.node.name)
+    kubectl(node.cluster, "create", "namespace", name)
+    yield name
+    kubectl(node.cluster, "delete", "namespace", name, "--wait=false", check=False)
