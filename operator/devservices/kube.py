@@ -45,8 +45,9 @@ Binaries
 
     Measured on the 2-core project machine with empty Go caches: 4 min 15 s for the first
     three (peak RSS 1.9 GB), about 80 s more for the node's three; 90 s for all six with warm
-    Go caches. Disk: ``bin/`` 424 MB, module cache 0.6 GB, build cache 3 GB. ``python -m cdcflow.operator.devservices.kube build`` fills the cache
-    ahead of a test run; ``… up`` starts a cluster and prints its ``KUBECONFIG``.
+    Go caches. Disk: ``bin/`` 424 MB, module cache 0.6 GB, build cache 3 GB.
+    ``python -m cdcflow.operator.devservices.kube build`` fills the cache ahead of a test run;
+    ``… up`` starts a cluster and prints its ``KUBECONFIG``.
 
 Cluster
     :func:`running_kube_apiserver` makes a temporary folder with a small CA, a serving
