@@ -470,6 +470,30 @@ class ConnectorProperties(BaseModel):
         mode="before",
     )(_csv)
 
+    @field_validator(
+        "schema_include_list",
+        "schema_exclude_list",
+        "table_include_list",
+        "table_exclude_list",
+        "column_include_list",
+        "column_exclude_list",
+        "message_prefix_include_list",
+        "message_prefix_exclude_list",
+        "snapshot_include_collection_list",
+    )
+    @classmethod
+    def _patterns_compile(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for pattern in value:
+            try:
+                re.compile(pattern)
+            except re.error as error:
+                raise ValueError(
+                    f"{pattern!r} is not a regular expression ({error}); the list holds "
+                    "comma-separated regular expressions matched against whole names, e.g. "
+                    "public\\.orders"
+                ) from None
+        return value
+
     @field_validator("custom_metric_tags", mode="before")
     @classmethod
     def _metric_tags(cls, value: object) -> object:
@@ -768,7 +792,7 @@ def _reject_unknown(values: Mapping[str, Any]) -> None:
         hints.append(f"`{name}`" + (f" (did you mean `{close[0]}`?)" if close else ""))
     raise ConfigError(
         f"unknown connector propert{'y' if len(unknown) == 1 else 'ies'}: {', '.join(hints)}. "
-        f"Valid properties are: {', '.join(known_properties())}"
+        "Every property is listed in docs/postgresql.md (Properties)."
     )
 
 

@@ -235,6 +235,7 @@ class IncrementalSnapshotter:
         if self._state is None:
             self._announce("IGNORED", signal.id, reason="no incremental snapshot is running")
             return
+        before = list(self._state.collections)
         if request.collections:
             matches = {str(t) for t in self._source.matching_tables(request.collections)}
             current = self._state.collections[0].table if self._state.collections else None
@@ -243,12 +244,25 @@ class IncrementalSnapshotter:
                 self._window = None
                 self._state.last_key = self._state.max_key = None
             if self._state.collections:
+                self._aborted(before, self._state.collections, stop_id=signal.id)
                 self._announce("ABORTED", signal.id, data_collections=",".join(sorted(matches)))
                 if self._window is None:
                     self._next_chunk()
                 return
         self._state, self._window = None, None
+        self._aborted(before, [], stop_id=signal.id)
         self._announce("ABORTED", signal.id)
+
+    def _aborted(
+        self, before: list[_Collection], after: list[_Collection], *, stop_id: str
+    ) -> None:
+        """ABORTED for each execute signal a stop left without tables (as Debezium's
+        notification carries the snapshot's correlation id), so none waits for ever."""
+        left = {c.signal_id for c in after}
+        for signal_id in dict.fromkeys(c.signal_id for c in before):
+            if signal_id not in left and signal_id != stop_id:
+                tables = ",".join(c.table for c in before if c.signal_id == signal_id)
+                self._announce("ABORTED", signal_id, data_collections=tables)
 
     def _pause(self, signal: signals.Signal) -> None:
         if self._state is None or self._state.paused:
@@ -403,6 +417,15 @@ class IncrementalSnapshotter:
             total_rows_scanned=str(collection.rows),
             status="SUCCEEDED",
         )
+        self._signal_done(collection.signal_id)
+
+    def _signal_done(self, signal_id: str) -> None:
+        """COMPLETED for a signal whose last table is done while others' tables remain (the
+        snapshot's own COMPLETED, in :meth:`_finish`, covers the last signal), so every
+        execute signal reaches an end even when several run at once."""
+        remaining = self._state.collections if self._state is not None else []
+        if remaining and all(c.signal_id != signal_id for c in remaining):
+            self._announce("COMPLETED", signal_id)
 
     def _abandon(self, collection: _Collection, reason: str) -> None:
         assert self._state is not None
@@ -419,6 +442,7 @@ class IncrementalSnapshotter:
             status="SQL_EXCEPTION",
             reason=reason,
         )
+        self._signal_done(collection.signal_id)
 
     def _finish(self) -> None:
         self._state, self._window = None, None

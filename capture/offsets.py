@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 
+from cdcflow.capture.errors import FatalError
 from cdcflow.capture.spi import Offset
 
 
@@ -32,10 +33,25 @@ class FileOffsetStore:
     def load(self) -> Offset | None:
         if not self.path.exists():
             return None
-        document = orjson.loads(self.path.read_bytes())
-        if document.get("key") != self._key:
-            return None
-        return Offset.from_dict(document["value"])
+        try:
+            document = orjson.loads(self.path.read_bytes())
+            key, value = document.get("key"), document["value"]
+            offset = Offset.from_dict(value)
+        except (orjson.JSONDecodeError, AttributeError, KeyError, TypeError, ValueError):
+            raise FatalError(
+                f"the offsets file {self.path} is damaged (truncated or not cdcflow's). Move it "
+                "away to keep it for inspection, then either restore a good copy or start over: "
+                "`cdcflow offsets reset -f <connector.yaml>` (in Kubernetes raise "
+                "spec.offsets.resetRequest while the connector is stopped); the next start takes "
+                "a snapshot as snapshot.mode says"
+            ) from None
+        if key != self._key:
+            raise FatalError(
+                f"the offsets file {self.path} belongs to another connector ({key}, not "
+                f"{self._key}): using it would lose or repeat changes. Point this connector at "
+                "its own offsets file, or reset it: `cdcflow offsets reset -f <connector.yaml>`"
+            )
+        return offset
 
     def save(self, offset: Offset) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -273,7 +273,10 @@ class Pipeline:
             else:
                 self._rare(event)
             now = time.monotonic()
-            if pending is not None and (kind is Idle or now - last_commit >= self._flush_interval):
+            # Durability work (a producer flush, an offsets write) runs on the
+            # offset.flush.interval.ms cadence only, never per keepalive or per transaction:
+            # records reach Kafka on their own; committing is only for the positions.
+            if pending is not None and now - last_commit >= self._flush_interval:
                 self.commit(pending, source)
                 pending, last_commit = None, now
             if self._heartbeat_interval and now - last_beat >= self._heartbeat_interval:

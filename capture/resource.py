@@ -204,7 +204,9 @@ class ConnectorSpec(Spec):
     offsets: OffsetsSpec = Field(default_factory=OffsetsSpec, description="Offset storage.")
     runtime: Runtime = Field(default_factory=Runtime, description="The capture pod.")
     state: Literal["running", "paused", "stopped"] = Field(
-        "running", description="running, paused (pod kept, no capture) or stopped (no pod)."
+        "running",
+        description="running; paused or stopped: no capture pod, the slot and offsets kept "
+        "(Argo CD shows paused as Suspended).",
     )
     restart_request: int = Field(
         0, alias="restartRequest", ge=0, description="Raise to restart the capture pod once."

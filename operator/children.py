@@ -167,6 +167,25 @@ def replicas(resource: CdcConnector, *, halted: bool = False) -> int:
     return 1 if resource.spec.state == "running" and not halted else 0
 
 
+def rollout_pending(stateful_set: JSON | None) -> str:
+    """Why the StatefulSet does not run its current spec yet, or "" once it does.
+
+    Until then the pod answering ``/status`` may be the old one, so Ready must wait.
+    """
+    if not stateful_set:
+        return "the StatefulSet does not exist yet"
+    generation = int(stateful_set["metadata"].get("generation") or 0)
+    status = stateful_set.get("status") or {}
+    wanted = int((stateful_set.get("spec") or {}).get("replicas") or 0)
+    if int(status.get("observedGeneration") or 0) < generation:
+        return f"the StatefulSet has not seen generation {generation} yet"
+    if status.get("updateRevision") != status.get("currentRevision") or (
+        int(status.get("updatedReplicas") or 0) < wanted
+    ):
+        return f"rolling out revision {status.get('updateRevision')}"
+    return ""
+
+
 def stateful_set(
     resource: CdcConnector, *, uid: str, secret_hash: str, halted: bool = False
 ) -> JSON:

@@ -27,6 +27,7 @@ class Observed:
     restarts: int = 0
     halted: bool = False
     termination: str = ""
+    rollout: str = ""
 
 
 @dataclass(frozen=True)
@@ -41,8 +42,23 @@ class ConnectorStatus:
         return self.conditions[0].reason
 
 
+# Detail fields a reconcile may leave out: cleared then, so nothing stale is shown.
+DETAIL_FIELDS = ("source", "state", "snapshot", "lag", "topics", "capture")
+
+
 def compute(observed: Observed) -> ConnectorStatus:
-    """The status a reconcile writes."""
+    """The status a reconcile writes; ``Streaming`` is always among the conditions, so a
+    stopped or broken connector never keeps a ``Streaming=True`` from before."""
+    status = _compute(observed)
+    if not any(condition.type == "Streaming" for condition in status.conditions):
+        state = status.fields.get("state") or status.ready_reason
+        status.conditions.append(
+            Condition("Streaming", "False", "NotStreaming", f"the connector is {state}")
+        )
+    return status
+
+
+def _compute(observed: Observed) -> ConnectorStatus:
     if observed.resource is None:
         return ConnectorStatus(
             summary(
@@ -80,6 +96,11 @@ def compute(observed: Observed) -> ConnectorStatus:
         )
         conditions = summary(ready=False, reason="ConnectorFailed", message=message, stalled=True)
         return ConnectorStatus(conditions, {**fields, "state": "Failed"})
+    if observed.rollout:
+        conditions = summary(
+            ready=False, reason="RollingOut", message=observed.rollout, reconciling=True
+        )
+        return ConnectorStatus(conditions, {**fields, "state": "Updating"})
     if observed.capture is None:
         message = f"capture pod not reachable yet: {observed.capture_error}".strip()
         conditions = summary(

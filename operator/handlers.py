@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import kopf
@@ -172,8 +172,14 @@ def _connector_update(kube: Kube, body: kopf.Body) -> Update:
         update.finalizers = _finalizers(resource, body)
         observed = _apply_connector(kube, resource, body, update)
     result = connector_status.compute(observed)
-    update.status |= _status(kube, body, result.conditions, result.fields)
+    fields = _cleared(connector_status.DETAIL_FIELDS) | result.fields
+    update.status |= _status(kube, body, result.conditions, fields)
     return update
+
+
+def _cleared(names: tuple[str, ...]) -> dict[str, Any]:
+    """Null for each detail field: a merge patch removes those the new status leaves out."""
+    return dict.fromkeys(names)
 
 
 def _parse_connector(body: Mapping[str, Any]) -> tuple[CdcConnector | None, str]:
@@ -206,8 +212,7 @@ def _apply_connector(
     manifests = children.all_children(
         resource, uid=uid, secret_hash=secret_hash, halted=restart.halted
     )
-    for manifest in manifests:
-        kube.apply(manifest)
+    applied = {manifest["kind"]: kube.apply(manifest) for manifest in manifests}
     if restart.halted:
         return connector_status.Observed(resource=resource, restarts=restart.count, halted=True)
     update.status["secretHash"] = secret_hash
@@ -215,16 +220,19 @@ def _apply_connector(
     _reset_offsets(kube, resource, body, update)
     if resource.spec.state != "running":
         return connector_status.Observed(resource=resource)
+    observed = connector_status.Observed(
+        resource=resource,
+        restarts=restart.count,
+        termination=restarts.last_termination(pod),
+        rollout=children.rollout_pending(applied.get("StatefulSet")),
+    )
+    if observed.rollout:
+        return observed
     base = capture_client.endpoint(name=resource.metadata.name, namespace=namespace)
     try:
-        return connector_status.Observed(resource=resource, capture=capture_client.status(base))
+        return replace(observed, capture=capture_client.status(base))
     except capture_client.CaptureUnreachableError as error:
-        return connector_status.Observed(
-            resource=resource,
-            capture_error=str(error),
-            restarts=restart.count,
-            termination=restarts.last_termination(pod),
-        )
+        return replace(observed, capture_error=str(error))
 
 
 def _reset_offsets(kube: Kube, resource: CdcConnector, body: kopf.Body, update: Update) -> None:
@@ -383,7 +391,8 @@ def reconcile_sink(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, **_: Any
 
 def _sink_update(kube: Kube, body: kopf.Body) -> Update:
     result = sink_status.compute(_observe_sink(kube, body))
-    return Update(status=_status(kube, body, result.conditions, result.fields))
+    fields = _cleared(sink_status.DETAIL_FIELDS) | result.fields
+    return Update(status=_status(kube, body, result.conditions, fields))
 
 
 def _observe_sink(kube: Kube, body: kopf.Body) -> sink_status.Observed:
@@ -435,14 +444,16 @@ def _status(
 
 
 def _announce(kube: Kube, body: kopf.Body, before: list[Any], after: list[dict[str, Any]]) -> None:
-    """An Event whenever the Ready condition's reason changes."""
+    """An Event whenever the Ready condition's reason changes: a Warning when not Ready, but
+    Normal while merely progressing (Reconciling, e.g. a pod starting)."""
     old, new = find(before, "Ready"), find(after, "Ready")
     if new is None or (old is not None and old.get("reason") == new.get("reason")):
         return
+    progressing = (find(after, "Reconciling") or {}).get("status") == "True"
     try:
         kube.post_event(
             dict(body),
-            warning=new.get("status") != "True",
+            warning=new.get("status") != "True" and not progressing,
             reason=str(new["reason"]),
             message=str(new.get("message") or new["reason"]),
         )

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
+import time
 from datetime import UTC, datetime
 from typing import Any
 
@@ -17,6 +19,7 @@ from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
 
 FIELD_MANAGER = "cdcflow-operator"
+MISSING_RECHECK_S = 10.0
 JSON = dict[str, Any]
 
 
@@ -40,14 +43,30 @@ class Kube:
     def __init__(self, api: client.ApiClient) -> None:
         self._dynamic = DynamicClient(api)  # type: ignore[no-untyped-call]
         self._core = client.CoreV1Api(api)
+        # The dynamic client's discovery cache is not thread-safe (kopf's handler threads and
+        # the poller share it: ``KeyError: 'resources'`` under bursts), and a kind that is
+        # missing (no Spark operator yet) is looked up again at most every MISSING_RECHECK_S.
+        self._discovery = threading.Lock()
+        self._missing: dict[tuple[str, str], float] = {}
 
     def _resource(self, api_version: str, kind: str) -> Any:
-        """The API resource of ``kind``; a miss re-reads discovery once (CRDs come and go)."""
-        try:
-            return self._dynamic.resources.get(api_version=api_version, kind=kind)
-        except ResourceNotFoundError:
-            self._dynamic.resources.invalidate_cache()
-            return self._dynamic.resources.get(api_version=api_version, kind=kind)
+        """The API resource of ``kind``; a miss re-reads discovery (CRDs come and go), but not
+        more often than every :data:`MISSING_RECHECK_S` for the same kind."""
+        with self._discovery:
+            try:
+                return self._dynamic.resources.get(api_version=api_version, kind=kind)
+            except ResourceNotFoundError:
+                checked = self._missing.get((api_version, kind))
+                if checked is not None and time.monotonic() - checked < MISSING_RECHECK_S:
+                    raise
+                self._dynamic.resources.invalidate_cache()
+            try:
+                found = self._dynamic.resources.get(api_version=api_version, kind=kind)
+            except ResourceNotFoundError:
+                self._missing[(api_version, kind)] = time.monotonic()
+                raise
+            self._missing.pop((api_version, kind), None)
+            return found
 
     def apply(self, manifest: JSON) -> JSON:
         """Server-side apply ``manifest``; returns the object as stored."""

@@ -124,6 +124,9 @@ def compute(observed: Observed) -> SignalStatus:
         reason, message = observed.rejection
         conditions = summary(ready=False, reason=reason, message=message, stalled=True)
         conditions.append(Condition("Accepted", "False", reason, message))
+        # a rejected signal has finished, unsuccessfully: `kubectl wait --for=condition=
+        # Succeeded=False` and the SUCCEEDED column must say so
+        conditions.append(Condition("Succeeded", "False", reason, message))
         return SignalStatus(conditions, fields)
     accepted = Condition("Accepted", "True", "ConnectorFound", "")
     if not observed.signaled:

@@ -26,8 +26,14 @@ class Observed:
 
 @dataclass(frozen=True)
 class SinkStatus:
+    """Conditions plus the fields shown as printer columns."""
+
     conditions: list[Condition]
     fields: dict[str, Any]
+
+
+# Detail fields a reconcile may leave out: cleared then, so nothing stale is shown.
+DETAIL_FIELDS = ("application",)
 
 
 def compute(observed: Observed) -> SinkStatus:
@@ -51,7 +57,7 @@ def compute(observed: Observed) -> SinkStatus:
     fields = {
         "application": {
             "name": (observed.application or {}).get("metadata", {}).get("name", ""),
-            "state": state or "PENDING",
+            "state": "SUSPENDED" if observed.suspended else state or "PENDING",
             "driverPod": (status.get("driverInfo") or {}).get("podName", ""),
             "executionAttempts": int(status.get("executionAttempts") or 0),
             "errorMessage": error[:1024],
@@ -73,10 +79,16 @@ def _summary(state: str, error: str, suspended: bool) -> list[Condition]:
         return summary(ready=True, reason="ApplicationRunning", message="the sink job is running")
     if state == "COMPLETED":
         return summary(ready=True, reason="ApplicationCompleted", message="the backlog was applied")
-    if state in ("FAILED", "FAILING"):
+    # FAILED and SUBMISSION_FAILED are terminal for the Spark operator (its retries are spent):
+    # Stalled, so kstatus says Failed as Argo CD says Degraded; FAILING may still be retried.
+    if state == "FAILED":
+        return summary(
+            ready=False, reason="ApplicationFailed", message=error or state, stalled=True
+        )
+    if state == "FAILING":
         return summary(ready=False, reason="ApplicationFailed", message=error or state)
     if state == "SUBMISSION_FAILED":
-        return summary(ready=False, reason="SubmissionFailed", message=error or state)
+        return summary(ready=False, reason="SubmissionFailed", message=error or state, stalled=True)
     if state == "PENDING_RERUN":
         return summary(ready=False, reason="PendingRerun", message=error or state, reconciling=True)
     return summary(

@@ -12,6 +12,7 @@ import click
 import orjson
 
 from cdcflow.capture.config import ConfigError
+from cdcflow.capture.errors import CaptureError
 from cdcflow.capture.resource import load_connector
 from cdcflow.capture.spi import OffsetStore
 
@@ -49,7 +50,10 @@ def offsets() -> None:
 @_OFFSETS_FILE
 def show(path: Path, offsets_file: Path | None) -> None:
     """Print the stored offset as JSON (nothing stored: exit code 1)."""
-    offset = _store(path, offsets_file).load()
+    try:
+        offset = _store(path, offsets_file).load()
+    except CaptureError as error:
+        raise click.ClickException(str(error)) from None
     if offset is None:
         raise click.ClickException("no offset stored: the connector starts from scratch")
     click.echo(orjson.dumps(offset.to_dict(), option=orjson.OPT_INDENT_2).decode())

@@ -47,9 +47,12 @@ OPEN_OBJECT: JSON = {"type": "object", "x-kubernetes-preserve-unknown-fields": T
 
 
 def _status(properties: JSON) -> JSON:
+    # The default gives a new object observedGeneration 0 < generation, so kstatus, Flux and
+    # Argo CD see it in progress until the operator has looked at it, not Current at once.
     return {
         "type": "object",
         "description": "Observed state, written by the operator.",
+        "default": {"observedGeneration": 0},
         "properties": {
             "observedGeneration": {"type": "integer", "format": "int64"},
             "conditions": CONDITIONS,

@@ -68,6 +68,7 @@ import json
 import os
 import secrets
 import shutil
+import signal
 import ssl
 import subprocess
 import sys
@@ -746,6 +747,10 @@ def _two_free_ports() -> tuple[int, int]:
 # Command line: ``python -m cdcflow.operator.devservices.kube build|up``
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: Sequence[str]) -> int:
     """``build`` fills the cache (for a CI step before the tests); ``up`` runs a cluster."""
     command = argv[0] if argv else "build"
@@ -753,6 +758,7 @@ def main(argv: Sequence[str]) -> int:
         print(build_binaries())
         return 0
     if command == "up":
+        signal.signal(signal.SIGTERM, _interrupt)  # stop etcd and kube-apiserver on SIGTERM too
         with running_kube_apiserver() as cluster:
             print(f"export KUBECONFIG={cluster.kubeconfig}  # kubectl: {cluster.kubectl}")
             print("Ctrl-C stops the cluster.", flush=True)

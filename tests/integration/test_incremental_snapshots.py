@@ -230,6 +230,21 @@ def test_stop_snapshot_stops_and_pause_resume_hold_and_continue(capture: Capture
     assert paused_reads < 20_000
     assert len(capture.events(f"public.{table}")) == stopped_reads < 20_000
     assert running.engine.stats.incremental == {}
+    assert running.engine.stats.signals["s1"]["status"] == "ABORTED", "the stopped execute ends"
+
+
+def test_two_execute_signals_at_once_both_complete(capture: CaptureHarness) -> None:
+    table, signal = _setup(capture, 300)
+    resource = capture.resource(
+        [table], **_config(signal, **{"incremental.snapshot.chunk.size": 100})
+    )
+    running = capture.start(resource)
+    request = {"data-collections": [f"public.{table}"]}
+    _signal(capture, signal, "first", "execute-snapshot", request)
+    _signal(capture, signal, "second", "execute-snapshot", request)
+    _wait_for_status(running, "first", "COMPLETED")
+    _wait_for_status(running, "second", "COMPLETED")
+    running.stop()
 
 
 def test_malformed_signals_are_reported_and_streaming_continues(capture: CaptureHarness) -> None:

@@ -8,6 +8,7 @@ the ones built from this checkout (:mod:`cdcflow.operator.devservices.node_image
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,9 +22,21 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="session")
 def node() -> Iterator[kube_node.KubeNode]:
-    """A running control plane, containerd and kubelet with this checkout's images."""
-    with kube_node.running_node(node_images.all_images(ROOT)) as running:
-        yield running
+    """A running control plane, containerd and kubelet with this checkout's images.
+
+    SIGTERM (a CI timeout, say) interrupts the session like Ctrl-C, so the node is still torn
+    down: its processes run in sessions of their own and would outlive pytest otherwise.
+    """
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        with kube_node.running_node(node_images.all_images(ROOT)) as running:
+            yield running
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 @pytest.fixture

@@ -53,3 +53,31 @@ def test_set_rejects_text_that_is_not_a_json_object(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["offsets", "set", "-f", str(_connector(tmp_path)), "[1]"])
     assert result.exit_code != 0
     assert "must be an object" in result.output
+
+
+def test_a_damaged_or_foreign_offsets_file_is_refused_with_the_way_out(tmp_path: Path) -> None:
+    config = _connector(tmp_path)
+    offsets = tmp_path / "offsets.json"
+    runner = CliRunner()
+    offsets.write_bytes(b'{"key": ["orders", {"server": "shop"}], "value": {"ls')
+    damaged = runner.invoke(cli, ["offsets", "show", "-f", str(config)])
+    assert damaged.exit_code != 0
+    assert "is damaged" in damaged.output and "cdcflow offsets reset" in damaged.output
+    assert "Traceback" not in damaged.output
+
+    offsets.write_bytes(orjson.dumps({"key": ["billing", {"server": "b"}], "value": {"lsn": 1}}))
+    foreign = runner.invoke(cli, ["offsets", "show", "-f", str(config)])
+    assert foreign.exit_code != 0
+    assert "belongs to another connector" in foreign.output
+    assert offsets.read_bytes().startswith(b'{"key":["billing"'), "left untouched"
+
+
+def test_an_invalid_table_pattern_is_a_configuration_error(tmp_path: Path) -> None:
+    from cdcflow.capture.config import ConfigError, parse_properties
+
+    try:
+        parse_properties({"topic.prefix": "shop", "table.include.list": "public.orders("})
+    except ConfigError as error:
+        assert "'public.orders(' is not a regular expression" in str(error)
+    else:
+        raise AssertionError("accepted an invalid regular expression")

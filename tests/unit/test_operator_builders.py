@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from cdcflow.capture.resource import CdcConnector
-from cdcflow.operator import children, connector_status, restarts, signal_status
+from cdcflow.operator import children, connector_status, restarts, signal_status, sink_status
 from cdcflow.operator.conditions import Condition, merge
 from cdcflow.operator.resources import CdcSnapshotSignal
 
@@ -396,3 +396,59 @@ def test_disabled_auto_restart_tolerates_no_restart_and_unlimited_tolerates_any(
     disabled = _connector(autoRestart={"enabled": False})
     assert restarts.evaluate(disabled, restart_count=1, previous={}).halted
     assert not restarts.evaluate(_connector(), restart_count=500, previous={}).halted
+
+
+@pytest.mark.parametrize(
+    "observed",
+    [
+        connector_status.Observed(resource=_connector(state="stopped")),
+        connector_status.Observed(resource=_connector(), missing_secrets=("pg-cdc",)),
+        connector_status.Observed(resource=_connector(), capture_error="connection refused"),
+        connector_status.Observed(resource=None, config_error="bad"),
+    ],
+    ids=["stopped", "secret missing", "pod unreachable", "invalid"],
+)
+def test_a_connector_that_does_not_stream_says_streaming_false(
+    observed: connector_status.Observed,
+) -> None:
+    assert _reasons(connector_status.compute(observed))["Streaming"] == ("False", "NotStreaming")
+
+
+def test_terminal_spark_failures_are_stalled_and_a_suspended_sink_says_so() -> None:
+    def conditions(**observed: Any) -> dict[str, str]:
+        result = sink_status.compute(sink_status.Observed(**observed))
+        return {c.type: c.status for c in result.conditions}
+
+    for state in ("FAILED", "SUBMISSION_FAILED"):
+        application = {"status": {"applicationState": {"state": state}}}
+        assert conditions(application=application)["Stalled"] == "True", state
+    failing = {"status": {"applicationState": {"state": "FAILING"}}}
+    assert conditions(application=failing)["Stalled"] == "False"
+    suspended = sink_status.compute(sink_status.Observed(suspended=True))
+    assert suspended.fields["application"]["state"] == "SUSPENDED"
+
+
+def test_ready_waits_for_the_stateful_set_to_roll_out_the_current_spec() -> None:
+    def stateful_set(generation: int, **status: Any) -> dict[str, Any]:
+        return {"metadata": {"generation": generation}, "spec": {"replicas": 1}, "status": status}
+
+    done = {"observedGeneration": 2, "currentRevision": "r2", "updateRevision": "r2"}
+    assert children.rollout_pending(stateful_set(2, updatedReplicas=1, **done)) == ""
+    assert "generation 2" in children.rollout_pending(stateful_set(2, observedGeneration=1))
+    rolling = {**done, "currentRevision": "r1", "updatedReplicas": 0}
+    assert "rolling out revision r2" in children.rollout_pending(stateful_set(2, **rolling))
+    status = connector_status.compute(
+        connector_status.Observed(resource=_connector(), rollout="rolling out revision r2")
+    )
+    assert _reasons(status)["Ready"] == ("False", "RollingOut")
+
+
+def test_a_signal_rejected_before_it_is_sent_has_succeeded_false() -> None:
+    result = signal_status.compute(
+        signal_status.Observed(
+            uid="uid-1", signal=_signal(), rejection=("ConnectorNotFound", "no CdcConnector x")
+        )
+    )
+    conditions = {c.type: (c.status, c.reason) for c in result.conditions}
+    assert conditions["Succeeded"] == ("False", "ConnectorNotFound")
+    assert conditions["Stalled"] == ("True", "ConnectorNotFound")
