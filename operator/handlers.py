@@ -28,6 +28,7 @@ from cdcflow.operator import (
     capture_client,
     children,
     connector_status,
+    peering,
     restarts,
     signal_status,
     sink_children,
@@ -59,6 +60,15 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> Non
     )
     settings.posting.level = logging.INFO
     memo["kube"] = Kube(load_configuration())
+    memo["peering"] = (
+        None
+        if settings.peering.standalone
+        else peering.Peering(
+            name=settings.peering.name,
+            clusterwide=settings.peering.clusterwide,
+            priority=settings.peering.priority,
+        )
+    )
     memo["tracked"] = {"cdcconnectors": set(), "cdcsnapshotsignals": set(), "cdcsinks": set()}
 
 
@@ -96,6 +106,7 @@ def track(
 async def _poll(memo: kopf.Memo) -> None:
     while True:
         await asyncio.sleep(POLL_INTERVAL_S)
+        active: dict[str, bool] = {}  # per namespace (one answer when peering is cluster-wide)
         for plural, refresh in (
             ("cdcconnectors", _refresh_connector),
             ("cdcsnapshotsignals", _refresh_signal),
@@ -103,9 +114,22 @@ async def _poll(memo: kopf.Memo) -> None:
         ):
             for namespace, name in list(memo["tracked"][plural]):
                 try:
+                    if not await _is_active(memo, namespace, active):
+                        continue  # another replica is active; kopf paused this one's handlers
                     await asyncio.to_thread(refresh, memo["kube"], namespace, name)
                 except Exception:  # one broken object must not stop the others' status
                     log.exception("refreshing %s %s/%s failed", plural, namespace, name)
+
+
+async def _is_active(memo: kopf.Memo, namespace: str, known: dict[str, bool]) -> bool:
+    """Whether this replica writes (always, without peering), asked once per round."""
+    settings: peering.Peering | None = memo["peering"]
+    if settings is None:
+        return True
+    key = "" if settings.clusterwide else namespace
+    if key not in known:
+        known[key] = await asyncio.to_thread(settings.active, memo["kube"], key)
+    return known[key]
 
 
 @dataclass

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import logging
+import secrets
 
 import click
+
+PRIORITY_RANGE = 2**31 - 2
 
 
 @click.command()
@@ -21,7 +24,14 @@ import click
     show_default=True,
     help="Run alone, or coordinate with other replicas through kopf peering (HA).",
 )
-@click.option("--priority", type=int, default=0, help="Peering priority of this replica.")
+@click.option(
+    "--priority",
+    type=int,
+    default=None,
+    help="Peering priority of this replica; the highest live one is active. Default with "
+    "--peering: a random one, so that replicas of one Deployment never tie (kopf pauses all "
+    "replicas of equal priority).",
+)
 @click.option("--log-level", default="INFO", show_default=True, help="Python logging level.")
 @click.option(
     "--log-format",
@@ -39,7 +49,7 @@ import click
 def operator(
     namespaces: tuple[str, ...],
     standalone: bool,
-    priority: int,
+    priority: int | None,
     log_level: str,
     log_format: str,
     liveness: str,
@@ -54,6 +64,10 @@ def operator(
         verbose=log_level.upper() == "DEBUG",
     )
     logging.getLogger().setLevel(log_level.upper())
+    if priority is None:
+        priority = 0 if standalone else secrets.randbelow(PRIORITY_RANGE) + 1
+        if not standalone:
+            logging.getLogger(__name__).info("peering priority of this replica: %d", priority)
     kopf.run(
         standalone=standalone,
         priority=priority,

@@ -27,6 +27,7 @@ from cdcflow.operator.devservices.kube_node import KubeNode
 from cdcflow.operator.devservices.postgres import PostgresServer
 from tests.plugins.fix_kafka import read_topic_to_end
 from tests.plugins.fix_kube import KubectlError, eventually, kubectl, wait_established
+from tests.status_judges import verdicts
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -142,6 +143,35 @@ class Source:
         with psycopg.connect(self.postgres.dsn(), autocommit=True) as conn:
             return conn.execute(statement).fetchall()  # type: ignore[call-overload]
 
+    @classmethod
+    def made(cls, postgres: PostgresServer, kafka: KafkaBroker) -> Source:
+        """A new source with a table of its own."""
+        made = cls(postgres, kafka, name=f"n{uuid.uuid4().hex[:8]}")
+        made.sql(f"CREATE TABLE {made.table} (id int PRIMARY KEY, note text)")
+        return made
+
+    def drop_slot(self) -> None:
+        """Drop the connector's slot and publication, ending a walsender still holding it."""
+        self.sql(
+            "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots "
+            f"WHERE slot_name = '{self.name}' AND active",
+        )
+        _eventually(
+            lambda: (
+                self.query(
+                    "SELECT count(*) FROM pg_replication_slots "
+                    f"WHERE slot_name = '{self.name}' AND active"
+                )
+                == [(0,)]
+            ),
+            what=f"slot {self.name} released",
+        )
+        self.sql(
+            f"SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
+            f"WHERE slot_name = '{self.name}'",
+            f"DROP PUBLICATION IF EXISTS {self.name}",
+        )
+
     def secret(self, *, password: str | None = None) -> dict[str, Any]:
         return {
             "apiVersion": "v1",
@@ -232,18 +262,9 @@ def cluster(operator_deployed: KubeNode, pod_namespace: str) -> Cluster:
 
 @pytest.fixture
 def source(postgres_server: PostgresServer, kafka_broker: KafkaBroker) -> Iterator[Source]:
-    made = Source(postgres_server, kafka_broker, name=f"n{uuid.uuid4().hex[:8]}")
-    made.sql(f"CREATE TABLE {made.table} (id int PRIMARY KEY, note text)")
+    made = Source.made(postgres_server, kafka_broker)
     yield made
-    made.sql(
-        "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots "
-        f"WHERE slot_name = '{made.name}' AND active",
-    )
-    made.sql(
-        f"SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
-        f"WHERE slot_name = '{made.name}' AND NOT active",
-        f"DROP PUBLICATION IF EXISTS {made.name}",
-    )
+    made.drop_slot()
 
 
 # -- the operator --------------------------------------------------------------------------
@@ -275,6 +296,8 @@ def test_the_operator_runs_in_its_own_pod_with_the_shipped_rbac(
 
 def _start(cluster: Cluster, source: Source, **spec: Any) -> None:
     cluster.apply(source.secret(), source.connector(**spec))
+    # however far the operator got, a connector that is not running yet is in progress
+    assert verdicts(cluster.get(f"cdcc/{source.name}"))[0] == "InProgress"
     cluster.wait(f"cdcc/{source.name}", "condition=Ready", timeout=180)
 
 
@@ -296,6 +319,13 @@ def test_a_connector_pod_snapshots_and_streams_and_kubectl_shows_it(
     )
     row = next(line for line in table_view.splitlines() if line.startswith(source.name))
     assert "True" in row and "postgresql://" in row
+    assert verdicts(cluster.get(f"cdcc/{source.name}")) == ("Current", "Healthy")
+    cluster.run("wait", "--for=condition=Streaming", f"cdcc/{source.name}", "--timeout=10s")
+
+    cluster.apply(source.connector(state="stopped"))
+    cluster.wait(f"cdcc/{source.name}", "condition=Streaming=False", timeout=60)
+    stopped = cluster.get(f"cdcc/{source.name}")
+    assert "lag" not in stopped["status"] and "capture" not in stopped["status"], "nothing stale"
 
 
 def test_deleting_or_killing_the_capture_pod_loses_no_change(
@@ -365,6 +395,7 @@ def test_a_wrong_password_is_a_readable_condition_and_the_fixed_secret_rolls_the
     failed = cluster.wait_for_reason(f"cdcc/{source.name}", "Ready", "ConnectorFailed")
     assert "password authentication failed" in failed["message"], failed
     assert wrong not in json.dumps(cluster.get(f"cdcc/{source.name}"))
+    assert verdicts(cluster.get(f"cdcc/{source.name}")) == ("Failed", "Degraded")
     pod_name = f"{source.name}-capture-0"
     broken_uid = cluster.pod(pod_name)["metadata"]["uid"]
 
@@ -412,6 +443,7 @@ def test_a_snapshot_signal_runs_through_the_service_to_succeeded(
     cluster.apply(signal_doc)
     cluster.wait("cdcsig/backfill", "condition=Succeeded", timeout=180)
     body = cluster.get("cdcsig/backfill")
+    assert verdicts(body) == ("Current", "Healthy")
     assert body["status"]["progress"]["tablesCompleted"] == 1
     reads = source.ids_in_topic(ops="r")
     assert sorted(reads) == list(range(1, 2001))
@@ -510,7 +542,59 @@ def test_a_cdc_sink_runs_on_spark_and_its_delta_table_equals_the_source(
         "cdcsink/lake", "Ready", "ApplicationCompleted", timeout=SPARK_WAIT_S
     )
     assert completed["status"] == "True"
+    assert verdicts(cluster.get("cdcsink/lake")) == ("Current", "Healthy")
 
     table = spark.read.format("delta").load(str(lake / "tables" / f"public_{source.table}"))
     lake_rows = sorted((row["id"], row["note"]) for row in table.select("id", "note").collect())
     assert lake_rows == source.query(f"SELECT id, note FROM {source.table} ORDER BY id")
+
+
+# -- HA: the example overlay's two replicas with kopf peering -------------------------------
+
+
+def _operator_pods(node: KubeNode) -> list[str]:
+    pods = json.loads(
+        kubectl(node.cluster, "-n", OPERATOR_NAMESPACE, "get", "pods", "-o", "json").stdout
+    )["items"]
+    return [
+        p["metadata"]["name"]
+        for p in pods
+        if p["metadata"]["name"].startswith("cdcflow-operator-")
+        and not p["metadata"].get("deletionTimestamp")
+        and p["status"].get("phase") == "Running"
+    ]
+
+
+def _paused(node: KubeNode, pod: str) -> bool:
+    logs = kubectl(node.cluster, "-n", OPERATOR_NAMESPACE, "logs", pod, check=False).stdout
+    return "Pausing operations in favour of" in logs
+
+
+def test_two_peering_replicas_keep_exactly_one_active_writer(
+    cluster: Cluster, postgres_server: PostgresServer, kafka_broker: KafkaBroker
+) -> None:
+    overlay = str(ROOT / "manifests" / "overlays" / "example")
+    rendered = kubectl(cluster.node.cluster, "kustomize", overlay).stdout
+    apply = ("apply", "--server-side", "--force-conflicts", "-f", "-")
+    kubectl(cluster.node.cluster, *apply, stdin=rendered, check=False)  # CRDs first
+    _eventually(
+        lambda: kubectl(cluster.node.cluster, *apply, stdin=rendered, check=False).returncode == 0,
+        what="the overlay to apply once the peering CRD is served",
+    )
+    pods = _eventually(
+        lambda: len(found := _operator_pods(cluster.node)) == 2 and found,
+        what="two operator replicas running",
+    )
+    paused = _eventually(
+        lambda: [pod for pod in pods if _paused(cluster.node, pod)], what="a paused replica"
+    )
+    assert len(paused) == 1, "exactly one replica pauses in favour of the other"
+
+    for round_ in ("first", "after failover"):
+        source = Source.made(postgres_server, kafka_broker)
+        _start(cluster, source)  # reconciled: the active replica works
+        cluster.run("delete", f"cdcc/{source.name}", "--wait=true", "--timeout=60s")
+        source.drop_slot()
+        if round_ == "first":
+            active = next(pod for pod in pods if pod not in paused)
+            kubectl(cluster.node.cluster, "-n", OPERATOR_NAMESPACE, "delete", "pod", active)

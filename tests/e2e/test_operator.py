@@ -79,6 +79,26 @@ def operator(
     assert runner.exception is None, runner.output
 
 
+def _roll_out(cluster: kube.KubeCluster, namespace: str, name: str) -> None:
+    """Stand in for the StatefulSet controller (none runs here): report the current spec of
+    ``<name>-capture`` as rolled out, which the operator waits for before reading Ready."""
+    statefulset = _eventually(
+        lambda: _get(cluster, namespace, "statefulset", f"{name}-capture"),
+        what=f"the StatefulSet {name}-capture",
+    )
+    status = {
+        "observedGeneration": statefulset["metadata"]["generation"],
+        "replicas": 1,
+        "updatedReplicas": 1,
+        "currentRevision": "rev",
+        "updateRevision": "rev",
+    }
+    kubectl(
+        cluster, "patch", "-n", namespace, f"statefulset/{name}-capture", "--subresource=status",
+        "--type=merge", "-p", json.dumps({"status": status}),
+    )  # fmt: skip
+
+
 def _secret(name: str, **data: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name}, "stringData": data}
 
@@ -299,6 +319,8 @@ def test_connector_with_a_running_engine_becomes_ready_and_shows_its_columns(
     try:
         _apply(kube_cluster, kube_namespace, _secret("orders-db", username="cdc", password="pw"))
         _apply(kube_cluster, kube_namespace, _connector("orders", host=capture.postgres.host))
+        _wait_for_reason(kube_cluster, kube_namespace, "cdcc/orders", "Ready", "RollingOut")
+        _roll_out(kube_cluster, kube_namespace, "orders")
         kubectl(
             kube_cluster,
             "wait",
@@ -742,6 +764,8 @@ def test_too_many_restarts_halt_the_connector_until_a_restart_request(
         kube_namespace,
         _connector("crashy", autoRestart={"maxRestarts": 2}, restartRequest=1),
     )
+    _wait_for_reason(kube_cluster, kube_namespace, "cdcc/crashy", "Ready", "RollingOut")
+    _roll_out(kube_cluster, kube_namespace, "crashy")
     _wait_for_reason(kube_cluster, kube_namespace, "cdcc/crashy", "Ready", "RuntimeNotReady")
     assert (
         _get(kube_cluster, kube_namespace, "statefulset", "crashy-capture")["spec"]["replicas"] == 1

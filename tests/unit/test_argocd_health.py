@@ -6,31 +6,12 @@ global ``obj`` and the script returns ``{status, message}``.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-import lupa
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
-HEALTH = ROOT / "manifests" / "argocd" / "health"
-
-
-def _lua_value(runtime: lupa.LuaRuntime, value: Any) -> Any:
-    if isinstance(value, dict):
-        return runtime.table_from({k: _lua_value(runtime, v) for k, v in value.items()})
-    if isinstance(value, list):
-        return runtime.table_from([_lua_value(runtime, v) for v in value])
-    return value
-
-
-def health(kind: str, obj: dict[str, Any]) -> tuple[str, str]:
-    runtime = lupa.LuaRuntime(unpack_returned_tuples=True)
-    runtime.globals().obj = _lua_value(runtime, obj)
-    script = (HEALTH / f"{kind}.lua").read_text()
-    result = runtime.execute(script)
-    return str(result["status"]), str(result["message"])
+from tests.status_judges import HEALTH, ROOT, health
 
 
 def _connector(
