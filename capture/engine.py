@@ -41,6 +41,17 @@ log = logging.getLogger(__name__)
 
 SinkKind = Literal["kafka", "stdout"]
 MAX_BACKOFF_S = 300.0
+FIRST_RETRY_S = 0.5
+
+
+def retry_delay(attempt: int, wait: float) -> float:
+    """Seconds before retry ``attempt`` (1, 2, …) after a lost connection: 0.5 s, doubling up
+    to ``retriable.restart.connector.wait.ms`` (10 s by default), so a blip costs half a second
+    and a long outage is not hammered."""
+    first = min(FIRST_RETRY_S, wait)
+    return min(max(wait, first), first * 2.0 ** min(attempt - 1, 20), MAX_BACKOFF_S)
+
+
 KAFKA_CA_FILE = "/etc/cdcflow/kafka-ca/ca.crt"
 
 
@@ -201,7 +212,7 @@ class Engine:
                 if 0 <= limit < attempt:
                     raise
                 came_up = True
-                delay = min(MAX_BACKOFF_S, wait * 2 ** min(attempt - 1, 6))
+                delay = retry_delay(attempt, wait)
                 self.stats.last_error = str(error)
                 self.stats.connected = False
                 log.warning("%s; restarting from the last offset in %.1fs", error, delay)
@@ -393,7 +404,7 @@ def build_engine(
         resource=resource,
         properties=properties,
         connector=connector,
-        sink=_sink(resource, properties, sink),
+        sink=_sink(resource, properties, sink, stats=stats),
         offsets=_offsets(resource, properties, offsets_path),
         stats=stats,
     )
@@ -490,7 +501,9 @@ def _postgres_connector(
     )
 
 
-def _sink(resource: CdcConnector, properties: ConnectorProperties, kind: SinkKind) -> Sink:
+def _sink(
+    resource: CdcConnector, properties: ConnectorProperties, kind: SinkKind, *, stats: Stats
+) -> Sink:
     if kind == "stdout":
         return StdoutSink()
     if resource.spec.kafka is None:
@@ -509,6 +522,7 @@ def _sink(resource: CdcConnector, properties: ConnectorProperties, kind: SinkKin
         producer_config={**tuning, **resource.spec.kafka.producer},
         partitions=properties.topic_creation_default_partitions,
         replication_factor=properties.topic_creation_default_replication_factor,
+        on_reachability=stats.sink_reachability,
     )
 
 

@@ -7,9 +7,12 @@ Debezium's snapshot and streaming metrics in snake_case.
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -49,6 +52,8 @@ class Stats:
     offsets_committed: int = 0
     topics: set[str] = field(default_factory=set)
     last_error: str = ""
+    #: why Kafka cannot be reached right now ("" when it can)
+    sink_error: str = ""
     signals: dict[str, dict[str, Any]] = field(default_factory=dict)
     incremental: dict[str, Any] = field(default_factory=dict)
     #: ``custom.metric.tags``: labels added to every exported metric.
@@ -73,6 +78,19 @@ class Stats:
         self.snapshot_completed = not aborted
         self.snapshot_aborted = aborted
         self.snapshot_duration_s = time.monotonic() - self.snapshot_started_at
+
+    def sink_reachability(self, problem: str) -> None:
+        """The Kafka client's verdict: "" when a broker is up, else why not."""
+        if problem and not self.sink_error:
+            log.warning("%s; records wait in the producer queue until it is back", problem)
+        elif self.sink_error and not problem:
+            log.info("Kafka is reachable again")
+        self.sink_error = problem
+
+    @property
+    def ready(self) -> bool:
+        """Capturing and able to deliver: what ``/readyz`` answers."""
+        return self.phase in ("snapshot", "streaming") and not self.sink_error
 
     def status(self) -> dict[str, Any]:
         """The machine-readable ``/status`` document the operator reads."""
@@ -112,6 +130,7 @@ class Stats:
             "topics": sorted(self.topics),
             "capturedTables": self.captured_tables,
             "lastError": self.last_error,
+            "kafka": {"connected": not self.sink_error, "lastError": self.sink_error},
             "signals": self.signals,
             "incrementalSnapshot": self.incremental,
         }

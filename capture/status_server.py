@@ -126,8 +126,8 @@ def _handler(
                 healthy = stats.phase != "failed"
                 self._send(200 if healthy else 503, stats.phase.encode(), "text/plain")
             elif path == "/readyz":
-                ready = stats.phase in ("snapshot", "streaming")
-                self._send(200 if ready else 503, stats.phase.encode(), "text/plain")
+                body = stats.phase if not stats.sink_error else f"{stats.phase}: {stats.sink_error}"
+                self._send(200 if stats.ready else 503, body.encode(), "text/plain")
             else:
                 self._send(404, b"not found", "text/plain")
 

@@ -137,6 +137,13 @@ def _from_capture(capture: dict[str, Any], fields: dict[str, Any]) -> ConnectorS
     last_error = str(capture.get("lastError") or "")
     if phase == "failed":
         conditions = summary(ready=False, reason="ConnectorFailed", message=last_error)
+    elif kafka_error := str((capture.get("kafka") or {}).get("lastError") or ""):
+        conditions = summary(
+            ready=False,
+            reason="KafkaUnavailable",
+            message=f"capture cannot deliver to Kafka and retries: {kafka_error}",
+            reconciling=True,
+        )
     elif not capture.get("connected") and last_error:
         # the engine is retrying: it runs, but nothing flows until the source answers again
         conditions = summary(

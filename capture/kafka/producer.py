@@ -11,9 +11,12 @@ Topics are created on first use with the configured partitions and replication f
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+import re
+import time
+from collections.abc import Callable, Mapping
 from typing import Any
 
+import orjson
 from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
@@ -21,6 +24,31 @@ from cdcflow.capture.errors import FatalError, RetriableError
 from cdcflow.capture.spi import Record
 
 log = logging.getLogger(__name__)
+
+
+class RepeatLimiter(logging.Filter):
+    """Lets a librdkafka message through once per ``every_s`` seconds: an unreachable broker
+    makes it repeat the same error several times a second. Messages differing only in numbers
+    (timings, counts) count as the same."""
+
+    def __init__(self, every_s: float = 60.0) -> None:
+        super().__init__()
+        self._every_s = every_s
+        self._last: dict[str, float] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        key = _DIGITS.sub("#", record.getMessage())
+        now = time.monotonic()
+        if now - self._last.get(key, -self._every_s) < self._every_s:
+            return False
+        self._last[key] = now
+        return True
+
+
+_DIGITS = re.compile(r"\d+")
+#: librdkafka's own log lines go here, repeat-limited.
+client_log = logging.getLogger(f"{__name__}.librdkafka")
+client_log.addFilter(RepeatLimiter())
 
 DEFAULTS: Mapping[str, Any] = {
     "enable.idempotence": True,
@@ -37,6 +65,7 @@ RETRIABLE_CODES = frozenset(
     {KafkaError._MSG_TIMED_OUT, KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN}
 )
 FLUSH_SLICE_S = 1.0
+STATISTICS_INTERVAL_MS = 5_000
 CLOSE_TIMEOUT_S = 5.0
 
 
@@ -51,8 +80,10 @@ class KafkaSink:
         producer_config: Mapping[str, Any] | None = None,
         partitions: int = 1,
         replication_factor: int = 1,
+        on_reachability: Callable[[str], None] | None = None,
     ) -> None:
         security = dict(client_config or {})
+        self._on_reachability = on_reachability
         config = {
             **DEFAULTS,
             **security,
@@ -60,13 +91,16 @@ class KafkaSink:
             "bootstrap.servers": bootstrap_servers,
             "delivery.report.only.error": True,
             "on_delivery": self._on_delivery,
-            "logger": log,
+            "logger": client_log,
+            "error_cb": self._on_error,
+            "stats_cb": self._on_statistics,
+            "statistics.interval.ms": STATISTICS_INTERVAL_MS,
         }
         self._producer = Producer(config)
         admin_config: dict[str, Any] = {
             **security,
             "bootstrap.servers": bootstrap_servers,
-            "logger": log,
+            "logger": client_log,
         }
         self._admin = AdminClient(admin_config)
         self._partitions = partitions
@@ -77,6 +111,22 @@ class KafkaSink:
     def _on_delivery(self, error: KafkaError | None, _message: object) -> None:
         if error is not None:
             self._errors.append(error)
+
+    def _on_error(self, error: KafkaError) -> None:
+        """librdkafka's client-level errors: all brokers down, transport failures."""
+        if error.code() in RETRIABLE_CODES and self._on_reachability is not None:
+            self._on_reachability(f"Kafka unreachable: {error.str()}")
+
+    def _on_statistics(self, document: str) -> None:
+        """Every STATISTICS_INTERVAL_MS: Kafka is reachable when any real broker is UP."""
+        if self._on_reachability is None:
+            return
+        brokers = orjson.loads(document).get("brokers") or {}
+        states = [b.get("state") for b in brokers.values() if int(b.get("nodeid", -1)) >= 0]
+        if "UP" in states:
+            self._on_reachability("")
+        elif states:
+            self._on_reachability(f"Kafka unreachable: no broker is up ({', '.join(brokers)})")
 
     def write(self, record: Record) -> None:
         """Queue one record; blocks (serving acknowledgements) while librdkafka's queue is full."""

@@ -211,3 +211,10 @@ def test_the_kafka_signal_channel_is_polled_every_signal_poll_interval(
     )
     pipeline.stream(_Source(20))  # one Idle a second
     assert signalling.polls == 4
+
+
+def test_retries_after_a_lost_connection_start_short_and_grow_to_the_configured_wait() -> None:
+    from cdcflow.capture.engine import retry_delay
+
+    assert [retry_delay(n, 10.0) for n in range(1, 8)] == [0.5, 1, 2, 4, 8, 10, 10]
+    assert retry_delay(1, 0.1) == 0.1, "a shorter configured wait is honoured from the start"

@@ -452,3 +452,17 @@ def test_a_signal_rejected_before_it_is_sent_has_succeeded_false() -> None:
     conditions = {c.type: (c.status, c.reason) for c in result.conditions}
     assert conditions["Succeeded"] == ("False", "ConnectorNotFound")
     assert conditions["Stalled"] == ("True", "ConnectorNotFound")
+
+
+def test_an_engine_that_cannot_reach_kafka_is_not_ready_and_says_why() -> None:
+    capture = {
+        "phase": "streaming",
+        "connected": True,
+        "kafka": {"connected": False, "lastError": "Kafka unreachable: 1/1 brokers are down"},
+    }
+    status = connector_status.compute(
+        connector_status.Observed(resource=_connector(), capture=capture)
+    )
+    ready = status.conditions[0]
+    assert (ready.status, ready.reason) == ("False", "KafkaUnavailable")
+    assert "1/1 brokers are down" in ready.message
