@@ -129,3 +129,40 @@ def test_unreachable_host_fails_fast_with_where_it_tried(tmp_path: Path) -> None
     path = _connector_yaml(tmp_path, host="127.0.0.1", port=port, database="inventory", config={})
     result = _capture(path, user="cdc", password=SECRET, tmp_path=tmp_path)
     _assert_clean_failure(result, f"127.0.0.1:{port}", "cannot connect to PostgreSQL")
+
+
+def test_all_tables_publication_that_would_break_writes_is_refused(
+    postgres_server: PostgresServer, tmp_path: Path
+) -> None:
+    schema = f"a_keyless_{os.getpid()}"  # sorts first among the tables listed
+    with psycopg.connect(postgres_server.dsn(), autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+        conn.execute(f"CREATE TABLE {schema}.events (note text)")
+        conn.execute(f"INSERT INTO {schema}.events VALUES ('x')")
+    try:
+        path = _server_yaml(
+            tmp_path,
+            postgres_server,
+            {"publication.autocreate.mode": "all_tables", "publication.name": "breaks_writes"},
+        )
+        result = _capture(
+            path,
+            user=postgres_server.superuser,
+            password=postgres_server.superuser_password,
+            tmp_path=tmp_path,
+        )
+        _assert_clean_failure(
+            result,
+            f"{schema}.events",
+            "refuse UPDATE and DELETE",
+            "publication.autocreate.mode=filtered",
+        )
+        with psycopg.connect(postgres_server.dsn(), autocommit=True) as conn:
+            published = conn.execute(
+                "SELECT count(*) FROM pg_publication WHERE pubname = 'breaks_writes'"
+            ).fetchone()
+            conn.execute(f"UPDATE {schema}.events SET note = 'still writable'")
+        assert published == (0,)
+    finally:
+        with psycopg.connect(postgres_server.dsn(), autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA {schema} CASCADE")

@@ -35,6 +35,17 @@ WHERE c.oid = %s::regclass AND (c.relreplident = 'n' OR (c.relreplident = 'd' AN
 """
 
 
+ALL_TABLES_WITHOUT_IDENTITY_SQL = """
+SELECT n.nspname, c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE c.relkind IN ('r', 'p') AND NOT c.relispartition
+  AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_%%'
+  AND (c.relreplident = 'n' OR (c.relreplident = 'd' AND NOT EXISTS (
+      SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary)))
+ORDER BY 1, 2
+"""
+IDENTITY_LIST_LIMIT = 10
+
+
 def check_wal_level(conn: psycopg.Connection[tuple[Any, ...]]) -> None:
     row = conn.execute("SHOW wal_level").fetchone()
     level = str(row[0]) if row else "unknown"
@@ -73,6 +84,28 @@ def check_select(
         raise FatalError(
             f"user {user} may not read {names}. Grant it, e.g. `GRANT SELECT ON {names} TO {user};`"
         )
+
+
+def refuse_breaking_writes(conn: psycopg.Connection[tuple[Any, ...]], publication: str) -> None:
+    """Before ``CREATE PUBLICATION … FOR ALL TABLES``: stop if that would make PostgreSQL
+    refuse UPDATE and DELETE on tables without a replica identity, captured or not."""
+    rows = conn.execute(ALL_TABLES_WITHOUT_IDENTITY_SQL).fetchall()
+    if not rows:
+        return
+    names = [f"{schema}.{table}" for schema, table in rows]
+    shown = ", ".join(names[:IDENTITY_LIST_LIMIT])
+    more = (
+        f" and {len(names) - IDENTITY_LIST_LIMIT} more" if len(names) > IDENTITY_LIST_LIMIT else ""
+    )
+    raise FatalError(
+        f"publication.autocreate.mode=all_tables would create publication {publication} FOR ALL "
+        f"TABLES, and PostgreSQL would then refuse UPDATE and DELETE on {len(names)} table(s) "
+        f"without a replica identity (no primary key, or REPLICA IDENTITY NOTHING): {shown}"
+        f"{more}. That would break the application's writes, so nothing was created. Either set "
+        "publication.autocreate.mode=filtered (only the captured tables are published), or give "
+        "those tables a primary key or `ALTER TABLE … REPLICA IDENTITY FULL`, or create the "
+        "publication yourself. See docs/postgresql.md (Server setup)."
+    )
 
 
 def warn_missing_identity(

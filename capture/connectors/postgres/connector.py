@@ -249,6 +249,7 @@ class PostgresConnector:
                 f"Create it (e.g. `CREATE PUBLICATION {name} FOR TABLE …;`) and restart."
             )
         if mode == "all_tables":
+            checks.refuse_breaking_writes(self.conn, name)
             statement = sql.SQL("CREATE PUBLICATION {} FOR ALL TABLES").format(sql.Identifier(name))
         else:
             tables = [t for t in self._user_tables() if self.filters.reads(t)]
