@@ -10,11 +10,12 @@ Debezium name. Credentials are only ever Secret references.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from cdcflow.capture.config import ConfigError, ConnectorProperties, explain, parse_properties
 
@@ -157,11 +158,29 @@ class OffsetsSpec(Spec):
     )
 
 
+#: A Kubernetes resource quantity (``512Mi``, ``0.5``, ``250m``), as the API server parses it.
+QUANTITY = (
+    r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|"
+    r"([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
+)
+
+
 class Resources(Spec):
     """Compute requests and limits of the capture container."""
 
     requests: dict[str, str | int] = Field(default_factory=dict)
     limits: dict[str, str | int] = Field(default_factory=dict)
+
+    @field_validator("requests", "limits")
+    @classmethod
+    def _quantities(cls, value: dict[str, str | int]) -> dict[str, str | int]:
+        for name, quantity in value.items():
+            if isinstance(quantity, str) and not re.fullmatch(QUANTITY, quantity):
+                raise ValueError(
+                    f"{name}: {quantity!r} is not a Kubernetes quantity (e.g. 512Mi, 1Gi, 500m, "
+                    "2); note MB/GB are not units there: use Mi/Gi or M/G"
+                )
+        return value
 
 
 class Runtime(Spec):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from cdcflow.capture.resource import ConnectorSpec
+from cdcflow.capture.resource import QUANTITY, ConnectorSpec
 from cdcflow.operator.crd.schema import JSON, structural
 from cdcflow.operator.resources import SnapshotSignalSpec
 from cdcflow.sparkapps.config import SinkSpec
@@ -44,6 +44,9 @@ CONDITIONS: JSON = {
     "x-kubernetes-list-map-keys": ["type"],
 }
 OPEN_OBJECT: JSON = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+MAX_CONNECTOR_NAME = 44
+#: A resource.Quantity: an int, or a string in quantity syntax (the pattern checks strings).
+QUANTITY_SCHEMA: JSON = {"pattern": QUANTITY, "x-kubernetes-int-or-string": True}
 
 
 def _status(properties: JSON) -> JSON:
@@ -173,7 +176,21 @@ def connector_crd() -> JSON:
         columns=columns,
         spec_rules=rules,
     )
-    spec = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    root = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    # <name>-capture is the StatefulSet; its pods get a controller-revision-hash label of
+    # <name>-capture-<10 characters>, which like every label value must fit in 63.
+    root["x-kubernetes-validations"] = [
+        {
+            "rule": f"self.metadata.name.size() <= {MAX_CONNECTOR_NAME}",
+            "message": f"metadata.name must be at most {MAX_CONNECTOR_NAME} characters: the "
+            "capture StatefulSet <name>-capture labels its pods <name>-capture-<hash>, and a "
+            "label value is at most 63 characters",
+        }
+    ]
+    spec = root["properties"]["spec"]
+    runtime = spec["properties"]["runtime"]["properties"]["resources"]["properties"]
+    for kind in ("requests", "limits"):
+        runtime[kind]["additionalProperties"] = QUANTITY_SCHEMA
     # Values are strings, numbers or booleans; CEL cannot type such a map, so credentials in
     # config are refused by the operator (Stalled, InvalidConfig) rather than by a rule here.
     spec["properties"]["config"]["maxProperties"] = MAX_CONFIG_PROPERTIES

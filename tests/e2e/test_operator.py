@@ -239,6 +239,21 @@ def test_invalid_connectors_are_rejected_with_readable_messages(
     assert message in result, f"{case}: {result}"
 
 
+def test_children_the_api_server_would_refuse_are_refused_at_apply_time(
+    kube_cluster: kube.KubeCluster, kube_namespace: str
+) -> None:
+    long_name = _connector("c" * 45)
+    assert "metadata.name must be at most 44 characters" in _rejection(
+        kube_cluster, kube_namespace, long_name
+    )
+    _apply(kube_cluster, kube_namespace, _connector("c" * 44))  # the longest that works
+    memory = _connector("units", runtime={"resources": {"limits": {"memory": "512MB"}}})
+    rejected = _rejection(kube_cluster, kube_namespace, memory)
+    assert "spec.runtime.resources.limits.memory" in rejected, rejected
+    fine = _connector("units", runtime={"resources": {"limits": {"memory": "512Mi", "cpu": 1}}})
+    _apply(kube_cluster, kube_namespace, fine)
+
+
 def _signal(name: str, **spec: Any) -> dict[str, Any]:
     return {
         "apiVersion": "cdcflow.io/v1alpha1",

@@ -466,3 +466,11 @@ def test_an_engine_that_cannot_reach_kafka_is_not_ready_and_says_why() -> None:
     ready = status.conditions[0]
     assert (ready.status, ready.reason) == ("False", "KafkaUnavailable")
     assert "1/1 brokers are down" in ready.message
+
+
+def test_resource_quantities_are_checked_locally_too() -> None:
+    from cdcflow.capture.resource import Resources
+
+    assert Resources.model_validate({"limits": {"memory": "512Mi", "cpu": "500m"}})
+    with pytest.raises(ValueError, match="'512MB' is not a Kubernetes quantity"):
+        Resources.model_validate({"limits": {"memory": "512MB"}})
