@@ -162,6 +162,17 @@ def connector_crd() -> JSON:
     ]
     rules = [
         {
+            "rule": "has(self.kafka)",
+            "message": "spec.kafka.bootstrapServers is required: the capture pod writes to Kafka",
+        },
+        {
+            "rule": "!has(self.source.postgresql) || "
+            "(has(self.source.postgresql.credentials) && "
+            "self.source.postgresql.credentials.secretName != '')",
+            "message": "spec.source.postgresql.credentials.secretName is required: the capture "
+            "pod logs in with the username and password of that Secret",
+        },
+        {
             "rule": "(has(self.offsets) ? self.offsets.resetRequest : 0) == "
             "(has(oldSelf.offsets) ? oldSelf.offsets.resetRequest : 0) || self.state == 'stopped'",
             "message": "offsets.resetRequest may change only while state is stopped",
@@ -222,6 +233,12 @@ def signal_crd() -> JSON:
         {
             "rule": "self.action != 'execute' || size(self.dataCollections) > 0",
             "message": "action execute needs at least one entry in dataCollections",
+        },
+        {
+            "rule": "!has(self.additionalConditions) || self.additionalConditions.all(c, "
+            "self.dataCollections.exists(d, d == c.dataCollection))",
+            "message": "every additionalConditions[].dataCollection must be one of "
+            "dataCollections (a condition for a table that is not snapshotted does nothing)",
         },
     ]
     return _crd(

@@ -215,6 +215,16 @@ INVALID_CONNECTORS: list[tuple[str, dict[str, Any], str]] = [
         "spec.heartbeat.intervalMs",
     ),
     ("unknown field", {**VALID_SPEC, "kafak": {}}, 'unknown field "spec.kafak"'),
+    (
+        "no kafka",
+        {k: v for k, v in VALID_SPEC.items() if k != "kafka"},
+        "spec.kafka.bootstrapServers is required",
+    ),
+    (
+        "no credentials",
+        {**VALID_SPEC, "source": {"postgresql": {"host": "h", "database": "d"}}},
+        "spec.source.postgresql.credentials.secretName is required",
+    ),
 ]
 
 
@@ -276,6 +286,11 @@ def test_invalid_signals_are_rejected(kube_cluster: kube.KubeCluster, kube_names
     for spec, message in cases:
         result = _rejection(kube_cluster, kube_namespace, _signal("bad", **spec))
         assert message in result, (spec, result)
+    orphan_condition = _signal(
+        "bad", additionalConditions=[{"dataCollection": "public.items", "filter": "id > 1"}]
+    )
+    result = _rejection(kube_cluster, kube_namespace, orphan_condition)
+    assert "must be one of dataCollections" in result
     no_ref = _signal("bad")
     del no_ref["spec"]["connectorRef"]
     result = _rejection(kube_cluster, kube_namespace, no_ref)
