@@ -384,7 +384,7 @@ def _observe_signal(kube: Kube, body: kopf.Body) -> signal_status.Observed:
     if connector_body is not None:
         connector, _ = _parse_connector(connector_body)
     observed = signal_status.Observed(
-        uid=str(body.metadata.uid),
+        uid=signal_status.signal_id(signal),
         signal=signal,
         connector=connector,
         connector_found=connector_body is not None,

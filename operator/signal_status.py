@@ -1,7 +1,8 @@
 """Delivering a CdcSnapshotSignal and deriving its status from the connector's notifications.
 
-The signal id is the resource UID, so delivery is idempotent: a retried reconcile inserts
-nothing twice. Conditions: ``Accepted`` (connector found, signals configured, tables
+The signal id is derived from the resource's namespace, name and spec (:func:`signal_id`), so
+delivery is idempotent: a retried reconcile inserts nothing twice, and neither does the same
+signal re-created from Git after its TTL. Conditions: ``Accepted`` (connector found, signals configured, tables
 captured), ``Signaled`` (the row is in the signal table), ``Succeeded`` (the bounded-object
 summary: the snapshot completed, or the signal was rejected or aborted), plus ``Ready`` /
 ``Reconciling`` / ``Stalled`` for kstatus.
@@ -9,10 +10,13 @@ summary: the snapshot completed, or the signal was rejected or aborted), plus ``
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
+
+import orjson
 
 from cdcflow.capture.resource import CdcConnector
 from cdcflow.operator import capture_client
@@ -43,6 +47,24 @@ class Observed:
     send_error: str = ""
     sent_time: str = ""
     capture: dict[str, Any] | None = None
+    #: the signal table had this id already when this resource first sent it
+    ran_before: bool = False
+
+
+def signal_id(signal: CdcSnapshotSignal) -> str:
+    """The id written to the signal table: derived from namespace, name and spec, not the UID.
+
+    A signal kept in Git comes back with a new UID after ``ttlSecondsAfterFinished`` deleted it
+    (Argo CD and Flux re-create it); the same id then makes the insert a no-op instead of a new
+    snapshot. A changed name or spec is a new signal.
+    """
+    spec = signal.spec.model_dump(
+        mode="json", by_alias=True, exclude={"ttl_seconds_after_finished"}
+    )
+    identity = orjson.dumps(
+        [signal.metadata.namespace, signal.metadata.name, spec], option=orjson.OPT_SORT_KEYS
+    )
+    return f"cdcsig-{hashlib.sha256(identity).hexdigest()[:40]}"
 
 
 @dataclass(frozen=True)
@@ -84,10 +106,12 @@ def deliver(observed: Observed, *, now: str) -> Observed:
         return replace(observed, signaled=True, capture=capture)
     signal_type, data = observed.signal.spec.signal()
     try:
-        capture_client.send_signal(base, signal_id=observed.uid, signal_type=signal_type, data=data)
+        inserted = capture_client.send_signal(
+            base, signal_id=observed.uid, signal_type=signal_type, data=data
+        )
     except capture_client.CaptureUnreachableError as error:
         return replace(observed, send_error=str(error), capture=capture)
-    return replace(observed, signaled=True, sent_time=now, capture=capture)
+    return replace(observed, signaled=True, sent_time=now, capture=capture, ran_before=not inserted)
 
 
 def _rejection(observed: Observed) -> tuple[str, str] | None:
@@ -137,6 +161,8 @@ def compute(observed: Observed) -> SignalStatus:
     fields["signalId"] = observed.uid
     if observed.sent_time:
         fields["sentTime"] = observed.sent_time
+    if observed.ran_before or observed.previous.get("ranBefore"):
+        fields["ranBefore"] = True
     signaled = Condition("Signaled", "True", "SignalInserted", f"signal id {observed.uid}")
     succeeded, progress = _outcome(observed)
     fields["progress"] = progress
@@ -163,6 +189,13 @@ def _outcome(observed: Observed) -> tuple[Condition, dict[str, Any]]:
         return Condition("Succeeded", "False", TERMINAL_FAILURE[state], reason or state), progress
     if state == "IGNORED":
         return Condition("Succeeded", "True", "NoSnapshotRunning", "nothing to do"), progress
+    if not entry and (observed.ran_before or observed.previous.get("ranBefore")):
+        message = (
+            f"signal {observed.uid} was inserted before (this name and spec ran already, e.g. "
+            "re-created from Git after ttlSecondsAfterFinished): not run again; change the name "
+            "or the spec to run it again"
+        )
+        return Condition("Succeeded", "True", "AlreadyRun", message), progress
     message = f"{progress['tablesCompleted']}/{progress['tablesTotal']} tables" if events else ""
     return Condition("Succeeded", "Unknown", "SnapshotInProgress", message), progress
 

@@ -218,6 +218,10 @@ def signal_crd() -> JSON:
             "sentTime": {"type": "string", "format": "date-time"},
             "completedTime": {"type": "string", "format": "date-time"},
             "progress": OPEN_OBJECT,
+            "ranBefore": {
+                "type": "boolean",
+                "description": "The same name and spec ran before; not run again.",
+            },
         }
     )
     columns = [

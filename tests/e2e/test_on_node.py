@@ -448,6 +448,14 @@ def test_a_snapshot_signal_runs_through_the_service_to_succeeded(
     reads = source.ids_in_topic(ops="r")
     assert sorted(reads) == list(range(1, 2001))
 
+    # GitOps: the finished signal is deleted (ttlSecondsAfterFinished) and re-created from Git
+    cluster.run("delete", "cdcsig/backfill")
+    cluster.apply(signal_doc)
+    again = cluster.wait_for_reason("cdcsig/backfill", "Succeeded", "AlreadyRun")
+    assert "not run again" in again["message"]
+    time.sleep(3)
+    assert len(source.ids_in_topic(ops="r")) == 2000, "the snapshot did not run a second time"
+
 
 def test_deleting_with_cleanup_policy_delete_runs_the_job_and_drops_the_slot(
     cluster: Cluster, source: Source

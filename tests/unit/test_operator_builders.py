@@ -474,3 +474,22 @@ def test_resource_quantities_are_checked_locally_too() -> None:
     assert Resources.model_validate({"limits": {"memory": "512Mi", "cpu": "500m"}})
     with pytest.raises(ValueError, match="'512MB' is not a Kubernetes quantity"):
         Resources.model_validate({"limits": {"memory": "512MB"}})
+
+
+def test_the_signal_id_is_stable_for_a_name_and_spec_and_new_for_a_change() -> None:
+    base = signal_status.signal_id(_signal())
+    assert base == signal_status.signal_id(_signal())
+    assert base == signal_status.signal_id(_signal(ttlSecondsAfterFinished=60))
+    assert base != signal_status.signal_id(_signal(dataCollections=["public.items"]))
+    assert base.startswith("cdcsig-") and len(base) <= 64
+
+
+def test_a_signal_that_ran_before_is_not_run_again_and_says_so() -> None:
+    result = signal_status.compute(
+        signal_status.Observed(
+            uid="cdcsig-x", signal=_signal(), signaled=True, ran_before=True, capture={}
+        )
+    )
+    conditions = {c.type: (c.status, c.reason) for c in result.conditions}
+    assert conditions["Succeeded"] == ("True", "AlreadyRun")
+    assert result.fields["ranBefore"] is True
