@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
