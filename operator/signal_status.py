@@ -3,9 +3,9 @@
 The signal id is derived from the resource's namespace, name and spec (:func:`signal_id`), so
 delivery is idempotent: a retried reconcile inserts nothing twice, and neither does the same
 signal re-created from Git after its TTL. Conditions: ``Accepted`` (connector found, signals
-configured, tables captured), ``Signaled`` (the row is in the signal table), ``Succeeded`` (the bounded-object
-summary: the snapshot completed, or the signal was rejected or aborted), plus ``Ready`` /
-``Reconciling`` / ``Stalled`` for kstatus.
+configured, tables captured), ``Signaled`` (the row is in the signal table), ``Succeeded``
+(the bounded-object summary: the snapshot completed, or the signal was rejected or aborted),
+plus ``Ready`` / ``Reconciling`` / ``Stalled`` for kstatus.
 """
 
 from __future__ import annotations
