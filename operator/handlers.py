@@ -34,7 +34,7 @@ from cdcflow.operator import (
     sink_children,
     sink_status,
 )
-from cdcflow.operator.conditions import find, merge, now
+from cdcflow.operator.conditions import find, merge, now, summary
 from cdcflow.operator.kube import Kube, load_configuration
 from cdcflow.operator.resources import CdcSnapshotSignal
 from cdcflow.sparkapps.config import SinkConfigError, parse_sink
@@ -307,6 +307,14 @@ def _deletion_step(kube: Kube, body: kopf.Body) -> None:
         done, message = _cleanup(kube, resource, str(body.metadata.uid))
     deleted_at = str(body.metadata.get("deletionTimestamp") or now())
     if not done and signal_status.age_seconds(deleted_at) < CLEANUP_TIMEOUT_S:
+        # a connector on its way out is not Ready, whatever it was before
+        conditions = summary(
+            ready=False, reason="CleanupRunning", message=message, reconciling=True
+        )
+        kube.patch_status(
+            f"{GROUP}/{VERSION}", "CdcConnector", str(body.metadata.namespace),
+            str(body.metadata.name), _status(kube, body, conditions, {"state": "Deleting"}),
+        )  # fmt: skip
         return
     if not done:
         message = (

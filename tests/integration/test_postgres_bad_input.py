@@ -166,3 +166,24 @@ def test_all_tables_publication_that_would_break_writes_is_refused(
     finally:
         with psycopg.connect(postgres_server.dsn(), autocommit=True) as conn:
             conn.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+def test_unknown_database_says_which_and_how_to_fix_it(
+    postgres_server: PostgresServer, tmp_path: Path
+) -> None:
+    path = _connector_yaml(
+        tmp_path,
+        host=postgres_server.host,
+        port=postgres_server.port,
+        database="no_such_db",
+        config={},
+    )
+    result = _capture(
+        path,
+        user=postgres_server.superuser,
+        password=postgres_server.superuser_password,
+        tmp_path=tmp_path,
+    )
+    _assert_clean_failure(
+        result, "database no_such_db does not exist", "spec.source.postgresql.database"
+    )

@@ -99,7 +99,10 @@ def translate(error: Exception, endpoint: Endpoint) -> FatalError | RetriableErr
             f"`ALTER ROLE {endpoint.user} REPLICATION;` as a superuser."
         )
     if 'database "' in lowered and "does not exist" in lowered:
-        return FatalError(f"database {endpoint.database} does not exist on {endpoint.host}")
+        return FatalError(
+            f"database {endpoint.database} does not exist on {endpoint.host}:{endpoint.port}: "
+            "check spec.source.postgresql.database (`psql -l` lists the databases), or create it"
+        )
     return RetriableError(
         f"cannot connect to PostgreSQL at {endpoint.host}:{endpoint.port} as {endpoint.user}: "
         f"{text.strip()}. Check that the server is running and reachable from here."
