@@ -24,7 +24,8 @@ imported with ``ctr`` when their digest is not in the store yet. There is no kub
 ClusterIPs other than the API server's route nowhere, so the cluster DNS answers Service names
 with their endpoints' pod addresses. There is no storage provisioner: hostPath
 PersistentVolumes are made up front. Everything stops in reverse order on exit, pod processes
-by their cgroups, and the kubelet's cgroups are removed.
+by their cgroups, and the kubelet's cgroups are removed; the logs of the last run stay in
+``~/.cache/cdcflow/node/last-run-logs``.
 
 ``python -m cdcflow.operator.devservices.kube_node shell`` starts the node (inside fresh
 namespaces) and opens a shell with ``KUBECONFIG`` set; leaving the shell stops it.
@@ -35,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -61,7 +63,7 @@ CNI_BIN_DIR = Path("/usr/lib/cni")
 KUBELET_PATH = "/usr/bin"  # mount, du, find, …; not /usr/sbin, where iptables lives
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 KUBEPODS = "kubepods"
-PERSISTENT_VOLUMES = 6
+PERSISTENT_VOLUMES = 40
 PERSISTENT_VOLUME_SIZE = "1Gi"
 READY_TIMEOUT = 120.0
 NODE_NETWORK = kube.ApiServerNetwork(
@@ -199,7 +201,7 @@ def persistent_volumes(folder: Path, count: int = PERSISTENT_VOLUMES) -> list[di
             "spec": {
                 "capacity": {"storage": PERSISTENT_VOLUME_SIZE},
                 "accessModes": ["ReadWriteOnce"],
-                "persistentVolumeReclaimPolicy": "Delete",
+                "persistentVolumeReclaimPolicy": "Retain",
                 "storageClassName": "",
                 "hostPath": {"path": str(folder / str(index)), "type": "Directory"},
             },
@@ -227,6 +229,7 @@ def running_node(images: Sequence[node_images.ImageArchive] = ()) -> Iterator[Ku
         stack.callback(_remove_tree, workdir)
         logs = workdir / "logs"
         logs.mkdir()
+        stack.callback(_keep_logs, logs, cluster.log)
         stack.enter_context(_control_plane_controllers(cluster, logs))
         socket = stack.enter_context(_running_containerd(store, workdir, logs))
         node = KubeNode(
@@ -494,6 +497,15 @@ def _unmount_below(folder: Path) -> None:
     ]
     for mount in sorted(mounts, key=len, reverse=True):
         subprocess.run(["umount", "-l", mount], capture_output=True, check=False)
+
+
+def _keep_logs(logs: Path, apiserver_log: Path) -> None:
+    """Copy the node's logs to the cache (``node/last-run-logs``), for a look after a failure."""
+    kept = processes.cache_dir("node") / "last-run-logs"
+    shutil.rmtree(kept, ignore_errors=True)
+    shutil.copytree(logs, kept, dirs_exist_ok=True)
+    if apiserver_log.exists():
+        shutil.copy2(apiserver_log, kept)
 
 
 def _remove_tree(folder: Path) -> None:
