@@ -182,6 +182,13 @@ def _outcome(observed: Observed) -> tuple[Condition, dict[str, Any]]:
     progress = _progress(events)
     state = str(entry.get("status") or "")
     action = observed.signal.spec.action
+    if observed.ran_before or observed.previous.get("ranBefore"):
+        message = (
+            f"signal {observed.uid} was inserted before (this name and spec ran already, e.g. "
+            "re-created from Git after ttlSecondsAfterFinished): not run again; change the name "
+            "or the spec to run it again"
+        )
+        return Condition("Succeeded", "True", "AlreadyRun", message), progress
     if (action, state) in TERMINAL_SUCCESS:
         return Condition("Succeeded", "True", TERMINAL_SUCCESS[(action, state)], state), progress
     if state in TERMINAL_FAILURE:
@@ -189,13 +196,6 @@ def _outcome(observed: Observed) -> tuple[Condition, dict[str, Any]]:
         return Condition("Succeeded", "False", TERMINAL_FAILURE[state], reason or state), progress
     if state == "IGNORED":
         return Condition("Succeeded", "True", "NoSnapshotRunning", "nothing to do"), progress
-    if not entry and (observed.ran_before or observed.previous.get("ranBefore")):
-        message = (
-            f"signal {observed.uid} was inserted before (this name and spec ran already, e.g. "
-            "re-created from Git after ttlSecondsAfterFinished): not run again; change the name "
-            "or the spec to run it again"
-        )
-        return Condition("Succeeded", "True", "AlreadyRun", message), progress
     message = f"{progress['tablesCompleted']}/{progress['tablesTotal']} tables" if events else ""
     return Condition("Succeeded", "Unknown", "SnapshotInProgress", message), progress
 
