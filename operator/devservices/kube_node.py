@@ -450,9 +450,8 @@ def _pod_cgroups() -> list[Path]:
     found: list[Path] = []
     for hierarchy in CGROUP_ROOT.iterdir():
         top = hierarchy / KUBEPODS
-        if top.is_dir():
-            found += [path for path in top.rglob("*") if path.is_dir()]
-            found.append(top)
+        # os.walk ignores folders that vanish while it looks (kubelet removes cgroups too)
+        found += [Path(folder) for folder, _, _ in os.walk(top)]
     return sorted(found, key=lambda path: len(path.parts), reverse=True)
 
 
