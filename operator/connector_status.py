@@ -28,6 +28,9 @@ class Observed:
     halted: bool = False
     termination: str = ""
     rollout: str = ""
+    #: ``kind://host:port/database`` read from the raw spec, for the SOURCE column even when
+    #: the spec as a whole is invalid
+    raw_source: str = ""
 
 
 @dataclass(frozen=True)
@@ -63,7 +66,8 @@ def _compute(observed: Observed) -> ConnectorStatus:
         return ConnectorStatus(
             summary(
                 ready=False, reason="InvalidConfig", message=observed.config_error, stalled=True
-            )
+            ),
+            {"source": observed.raw_source, "state": "Invalid"},
         )
     resource = observed.resource
     fields: dict[str, Any] = {"source": _source(resource)}
@@ -108,6 +112,15 @@ def _compute(observed: Observed) -> ConnectorStatus:
         )
         return ConnectorStatus(conditions, {**fields, "state": "Starting"})
     return _from_capture(observed.capture, fields)
+
+
+def raw_source(spec: dict[str, Any]) -> str:
+    """``postgresql://host:port/database`` from an unvalidated spec, as far as it goes."""
+    for kind, source in ((spec.get("source") or {}) or {}).items():
+        if isinstance(source, dict):
+            port = source.get("port", 5432)
+            return f"{kind}://{source.get('host', '')}:{port}/{source.get('database', '')}"
+    return ""
 
 
 def _source(resource: CdcConnector) -> str:

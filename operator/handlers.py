@@ -191,7 +191,11 @@ def reconcile_connector(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, **_
 def _connector_update(kube: Kube, body: kopf.Body) -> Update:
     update = Update()
     resource, error = _parse_connector(body)
-    observed = connector_status.Observed(resource=resource, config_error=error)
+    observed = connector_status.Observed(
+        resource=resource,
+        config_error=error,
+        raw_source=connector_status.raw_source(dict(body.get("spec") or {})),
+    )
     if resource is not None:
         update.finalizers = _finalizers(resource, body)
         observed = _apply_connector(kube, resource, body, update)

@@ -126,11 +126,17 @@ def test_missing_secret_is_not_ready_and_not_stalled() -> None:
     assert "pg-cdc" in status.conditions[0].message
 
 
-def test_invalid_spec_is_stalled() -> None:
+def test_invalid_spec_is_stalled_and_still_shows_its_source() -> None:
+    spec = {"source": {"postgresql": {"host": "pg.db", "database": "shop"}}, "config": {"x": 1}}
     status = connector_status.compute(
-        connector_status.Observed(resource=None, config_error="unknown property x")
+        connector_status.Observed(
+            resource=None,
+            config_error="unknown property x",
+            raw_source=connector_status.raw_source(spec),
+        )
     )
     assert _reasons(status)["Stalled"] == ("True", "InvalidConfig")
+    assert status.fields["source"] == "postgresql://pg.db:5432/shop"
 
 
 def test_streaming_capture_is_ready_with_detail_columns() -> None:
