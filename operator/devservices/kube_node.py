@@ -49,7 +49,7 @@ from typing import Any
 
 import yaml
 
-from cdcflow.operator.devservices import kube, kube_dns, node_images, processes
+from cdcflow.operator.devservices import kstatus, kube, kube_dns, node_images, processes
 from cdcflow.operator.devservices import node_namespace as netns
 
 MODULE = "cdcflow.operator.devservices.kube_node"
@@ -257,8 +257,10 @@ def running_node(images: Sequence[node_images.ImageArchive] = ()) -> Iterator[Ku
 
 def prepare(source: Path) -> list[node_images.ImageArchive]:
     """Everything that needs the network, done before entering the node's namespaces: the
-    Kubernetes binaries, the container runtime's packages and the images of ``source``."""
+    Kubernetes binaries, the kstatus helper the tests judge status with, the container
+    runtime's packages and the images of ``source``."""
     kube.build_binaries()
+    kstatus.build_kstatus()
     ensure_runtime_installed()
     return node_images.all_images(source)
 
