@@ -26,3 +26,10 @@ class SnapshotQueryError(CaptureError):
 class SnapshotSchemaChangedError(SnapshotQueryError):
     """A chunk query failed because its table's schema changed meanwhile; with
     ``incremental.snapshot.allow.schema.changes`` the chunk is read again."""
+
+
+def sentence(text: object) -> str:
+    """``text`` as one sentence ending in ``.``, ``?`` or ``!``: for quoting a library's
+    message inside ours without doubled punctuation (``…?.`` or ``…..``)."""
+    stripped = str(text).strip()
+    return stripped if stripped.endswith((".", "?", "!")) else f"{stripped}."

@@ -14,7 +14,7 @@ import psycopg
 from psycopg import conninfo, pq
 
 from cdcflow.capture.connectors.postgres import types
-from cdcflow.capture.errors import FatalError, RetriableError
+from cdcflow.capture.errors import FatalError, RetriableError, sentence
 
 CONNECT_TIMEOUT_S = 10
 
@@ -105,7 +105,7 @@ def translate(error: Exception, endpoint: Endpoint) -> FatalError | RetriableErr
         )
     return RetriableError(
         f"cannot connect to PostgreSQL at {endpoint.host}:{endpoint.port} as {endpoint.user}: "
-        f"{text.strip()}. Check that the server is running and reachable from here."
+        f"{sentence(text)} Check that the server is running and reachable from here."
     )
 
 

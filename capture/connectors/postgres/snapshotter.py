@@ -21,7 +21,7 @@ from psycopg.types.string import TextLoader
 from cdcflow.capture.connectors.postgres.source import SourceBlock
 from cdcflow.capture.connectors.postgres.tables import DecodedTable
 from cdcflow.capture.converting import ConversionError, ConvertingFailures
-from cdcflow.capture.errors import FatalError
+from cdcflow.capture.errors import FatalError, sentence
 from cdcflow.capture.spi import Op, RowChange, TableId
 
 ESTIMATE_SQL = """
@@ -204,7 +204,7 @@ def read_table(
                 after = convert_row(schema.id, columns, converters, row)
             except ConversionError as error:
                 raise FatalError(
-                    f"snapshot of {schema.id} failed: {error}. Fix the value, or set "
+                    f"snapshot of {schema.id} failed: {sentence(error)} Fix the value, or set "
                     "event.converting.failure.handling.mode=warn (nullable columns become null)"
                 ) from None
             yield RowChange(schema, Op.READ, None, after, dict(base))

@@ -20,7 +20,7 @@ from cdcflow.capture.connectors.postgres import pgoutput
 from cdcflow.capture.connectors.postgres.replication import ReplicationStream
 from cdcflow.capture.connectors.postgres.tables import ColumnSpec, DecodedTable, TableCatalog
 from cdcflow.capture.converting import CONVERSION_ERRORS, ConvertingFailures
-from cdcflow.capture.errors import FatalError
+from cdcflow.capture.errors import FatalError, sentence
 from cdcflow.capture.filters import Filters
 from cdcflow.capture.spi import (
     Event,
@@ -302,7 +302,7 @@ class PostgresStream:
         )
         if self._failure_mode == "fail":
             raise FatalError(
-                f"cannot convert a change of {where}: {error}. Fix the cause; or set "
+                f"cannot convert a change of {where}: {sentence(error)} Fix the cause; or set "
                 "event.converting.failure.handling.mode=warn to emit a nullable column's value "
                 "as null, or event.processing.failure.handling.mode=warn (or skip) to leave "
                 "such events out."
