@@ -186,6 +186,25 @@ def test_a_value_that_cannot_be_converted_is_null_or_fails_per_the_failure_modes
     assert [e.key["payload"]["id"] for e in events] == [1, 4]
 
 
+def test_a_value_that_cannot_be_converted_in_the_snapshot_stops_it_with_a_message(
+    capture: CaptureHarness,
+) -> None:
+    table = capture.table("nan_snapshot")
+    capture.sql(
+        f"CREATE TABLE {table} (id int PRIMARY KEY, amount numeric(10,2))",
+        f"INSERT INTO {table} VALUES (1, 'NaN')",
+    )
+    stopping = capture.start(capture.resource([table]), wait_for=None)
+    stopping.thread.join(30)
+    assert stopping.errors, "the snapshot turned an unconvertible value into something"
+    message = str(stopping.errors[0])
+    assert f"snapshot of public.{table} failed" in message
+    assert "numeric NaN has no Connect Decimal form" in message
+    assert "decimal.handling.mode" in message
+    assert ".." not in message and "?." not in message, message
+    stopping.errors.clear()
+
+
 def test_initial_statements_run_on_the_snapshot_connection(capture: CaptureHarness) -> None:
     table = capture.table("initial")
     capture.sql(f"CREATE TABLE {table} (id int PRIMARY KEY, note text)")
