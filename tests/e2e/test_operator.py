@@ -799,3 +799,29 @@ def test_too_many_restarts_halt_the_connector_until_a_restart_request(
     assert (
         _get(kube_cluster, kube_namespace, "statefulset", "crashy-capture")["spec"]["replicas"] == 1
     )
+
+
+def test_discovery_is_safe_under_concurrent_lookups_of_present_and_missing_kinds(
+    kube_cluster: kube.KubeCluster, kube_namespace: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """kopf's handler threads and the poller share one client; a missing kind (no Spark
+    operator) used to re-read discovery on every lookup and break readers mid-refresh."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from cdcflow.operator.kube import Kube, load_configuration
+
+    monkeypatch.setenv("KUBECONFIG", str(kube_cluster.kubeconfig))
+    client = Kube(load_configuration())
+
+    def lookups(worker: int) -> int:
+        found = 0
+        for _ in range(40):
+            if worker % 2:
+                found += not client.has_kind("sparkoperator.k8s.io/v1beta2", "SparkApplication")
+            else:
+                found += client.get("v1", "ServiceAccount", kube_namespace, "default") is None
+        return found
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        results = list(pool.map(lookups, range(8)))
+    assert sum(results[1::2]) == 160, "the missing kind is reported missing every time"
