@@ -45,6 +45,13 @@ CONDITIONS: JSON = {
 }
 OPEN_OBJECT: JSON = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
 MAX_CONNECTOR_NAME = 44
+#: Children are Services and pods named after the resource: a name with dots (fine for a
+#: custom resource) would make the API server refuse them, so it is refused up front.
+DNS_LABEL_NAME_RULE: JSON = {
+    "rule": "self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",
+    "message": "metadata.name must be a DNS label (lowercase letters, digits and '-', starting "
+    "with a letter, no dots): it names the Services and pods the operator creates",
+}
 #: A resource.Quantity: an int, or a string in quantity syntax (the pattern checks strings).
 QUANTITY_SCHEMA: JSON = {"pattern": QUANTITY, "x-kubernetes-int-or-string": True}
 
@@ -191,12 +198,13 @@ def connector_crd() -> JSON:
     # <name>-capture is the StatefulSet; its pods get a controller-revision-hash label of
     # <name>-capture-<10 characters>, which like every label value must fit in 63.
     root["x-kubernetes-validations"] = [
+        DNS_LABEL_NAME_RULE,
         {
             "rule": f"self.metadata.name.size() <= {MAX_CONNECTOR_NAME}",
             "message": f"metadata.name must be at most {MAX_CONNECTOR_NAME} characters: the "
             "capture StatefulSet <name>-capture labels its pods <name>-capture-<hash>, and a "
             "label value is at most 63 characters",
-        }
+        },
     ]
     spec = root["properties"]["spec"]
     runtime = spec["properties"]["runtime"]["properties"]["resources"]["properties"]
@@ -267,7 +275,7 @@ def sink_crd() -> JSON:
         _condition_column("Reason", "Ready", "reason"),
         AGE,
     ]
-    return _crd(
+    crd = _crd(
         kind="CdcSink",
         plural="cdcsinks",
         short_names=["cdcsink"],
@@ -275,6 +283,9 @@ def sink_crd() -> JSON:
         status=status,
         columns=columns,
     )
+    root = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    root["x-kubernetes-validations"] = [DNS_LABEL_NAME_RULE]
+    return crd
 
 
 def all_crds() -> dict[str, JSON]:

@@ -257,6 +257,8 @@ def test_children_the_api_server_would_refuse_are_refused_at_apply_time(
         kube_cluster, kube_namespace, long_name
     )
     _apply(kube_cluster, kube_namespace, _connector("c" * 44))  # the longest that works
+    dotted = _rejection(kube_cluster, kube_namespace, _connector("shop.orders"))
+    assert "metadata.name must be a DNS label" in dotted
     memory = _connector("units", runtime={"resources": {"limits": {"memory": "512MB"}}})
     rejected = _rejection(kube_cluster, kube_namespace, memory)
     assert "spec.runtime.resources.limits.memory" in rejected, rejected
