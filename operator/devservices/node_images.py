@@ -15,6 +15,9 @@ image-layout archives, which ``ctr -n k8s.io images import`` loads into containe
   spark-kubernetes), delta-spark, cdcflow, the Kafka-source and Delta jars in
   ``$SPARK_HOME/jars``, ``/opt/cdcflow/sink_main.py`` and an ``/opt/entrypoint.sh`` that
   runs the ``driver`` and ``executor`` commands the way Apache Spark's Kubernetes image does.
+* :data:`SPARK_OPERATOR_IMAGE` — the Kubeflow Spark operator's controller: the Spark image's
+  layers (its ``spark-submit`` launches the drivers) plus the controller binary that
+  :mod:`~cdcflow.operator.devservices.spark_operator` builds from its Go module.
 
 Layers, each an uncompressed tar cached under ``cache_dir("node-images")/layers`` with its
 digest beside it, named by a digest of everything that decides its content:
