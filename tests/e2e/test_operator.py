@@ -807,7 +807,7 @@ def test_discovery_is_safe_under_concurrent_lookups_of_present_and_missing_kinds
     kube_cluster: kube.KubeCluster, kube_namespace: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """kopf's handler threads and the poller share one client; a missing kind (no Spark
-    operator) used to re-read discovery on every lookup and break readers mid-refresh."""
+    operator, say) used to re-read discovery on every lookup and break readers mid-refresh."""
     from concurrent.futures import ThreadPoolExecutor
 
     from cdcflow.operator.kube import Kube, load_configuration
@@ -819,7 +819,7 @@ def test_discovery_is_safe_under_concurrent_lookups_of_present_and_missing_kinds
         found = 0
         for _ in range(40):
             if worker % 2:
-                found += not client.has_kind("sparkoperator.k8s.io/v1beta2", "SparkApplication")
+                found += not client.has_kind("never.cdcflow.io/v1", "NotInstalled")
             else:
                 found += client.get("v1", "ServiceAccount", kube_namespace, "default") is None
         return found
