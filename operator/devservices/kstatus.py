@@ -46,9 +46,7 @@ What kstatus says about a custom resource (``status.Compute``, in this order)
 
 from __future__ import annotations
 
-import hashlib
 import json
-import shutil
 import subprocess
 import sys
 import time
@@ -57,8 +55,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cdcflow.operator.devservices import processes
-from cdcflow.operator.devservices.kube import BUILD_FLAGS, STRIP_LDFLAGS, _go, _go_env
+from cdcflow.operator.devservices import gobuild, processes
 
 SERVICE = "kstatus"
 KSTATUS_MODULE = "sigs.k8s.io/cli-utils"
@@ -66,8 +63,6 @@ KSTATUS_VERSION = "v0.37.2"
 BUILD_MODULE = "cdcflow.dev/kstatus"
 GO_DIRECTIVE = "1.22.0"
 BINARY = "kstatus"
-MARKER = "built.json"
-GO_TIMEOUT = 900.0
 BUILD_TIMEOUT = 1800.0
 COMPUTE_TIMEOUT = 30.0
 STATUSES = ("InProgress", "Current", "Failed", "Terminating", "NotFound", "Unknown")
@@ -145,31 +140,34 @@ def build_home() -> Path:
 
 def build_ready() -> bool:
     """Whether the cache holds a finished build of the current recipe (no lock, no Go)."""
-    return _built(build_home())
+    return _cached_build().ready()
 
 
 def build_kstatus() -> Path:
     """The cached kstatus binary, built from the Go modules on first use (once per machine)."""
-    home = build_home()
-    with processes.locked(home / ".lock"):
-        if not _built(home):
-            _build(home)
-            (home / MARKER).write_text(json.dumps({"recipe": recipe_digest()}) + "\n")
-    return home / "bin" / BINARY
+    build = _cached_build()
+    build.ensure(lambda go: _build(go, build.home))
+    return build.home / "bin" / BINARY
 
 
 def recipe_digest() -> str:
     """A digest of everything that decides the binary, so a changed recipe rebuilds."""
-    recipe = {
-        "module": KSTATUS_MODULE,
-        "version": KSTATUS_VERSION,
-        "go_mod": build_go_mod(),
-        "main_go": MAIN_GO,
-        "flags": BUILD_FLAGS,
-        "strip": STRIP_LDFLAGS,
-        "cgo": "0",
-    }
-    return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()
+    return gobuild.recipe_digest(
+        {
+            "module": KSTATUS_MODULE,
+            "version": KSTATUS_VERSION,
+            "go_mod": build_go_mod(),
+            "main_go": MAIN_GO,
+            "flags": gobuild.BUILD_FLAGS,
+            "strip": gobuild.STRIP_LDFLAGS,
+            "cgo": "0",
+        }
+    )
+
+
+def _cached_build() -> gobuild.CachedBuild:
+    home = build_home()
+    return gobuild.CachedBuild(SERVICE, home, recipe_digest(), (home / "bin" / BINARY,))
 
 
 def build_go_mod() -> str:
@@ -179,51 +177,25 @@ def build_go_mod() -> str:
     return "\n".join(lines) + "\n"
 
 
-def _build(home: Path) -> None:
+def _build(go: gobuild.Go, home: Path) -> None:
     """Write the module, resolve its dependencies and build the binary into ``bin/``."""
-    go, env, log = _go(), _go_env(), home / "build.log"
-    (home / MARKER).unlink(missing_ok=True)
     src = _write_module(home / "src")
-    _run_go(go, "-C", str(src), "mod", "tidy", env=env, log=log)
-    partial = home / "bin.partial"
-    shutil.rmtree(partial, ignore_errors=True)
-    partial.mkdir()
-    ldflags = " ".join(STRIP_LDFLAGS)
-    _run_go(
-        go, "-C", str(src), "build", *BUILD_FLAGS, f"-ldflags={ldflags}",
-        "-o", str(partial / BINARY), ".",
-        env=env, log=log, timeout=BUILD_TIMEOUT,
+    go.run("-C", str(src), "mod", "tidy")
+    partial = gobuild.fresh_folder(home / "bin.partial")
+    ldflags = " ".join(gobuild.STRIP_LDFLAGS)
+    go.run(
+        "-C", str(src), "build", *gobuild.BUILD_FLAGS, f"-ldflags={ldflags}",
+        "-o", str(partial / BINARY), ".", timeout=BUILD_TIMEOUT,
     )  # fmt: skip
-    shutil.rmtree(home / "bin", ignore_errors=True)
-    partial.rename(home / "bin")
+    gobuild.replace_folder(partial, home / "bin")
 
 
 def _write_module(src: Path) -> Path:
     """A fresh folder holding the program and its go.mod (``go mod tidy`` adds go.sum)."""
-    shutil.rmtree(src, ignore_errors=True)
-    src.mkdir()
+    gobuild.fresh_folder(src)
     (src / "go.mod").write_text(build_go_mod())
     (src / "main.go").write_text(MAIN_GO)
     return src
-
-
-def _run_go(
-    go: str, *args: str, env: dict[str, str], log: Path, timeout: float = GO_TIMEOUT
-) -> None:
-    """Run one go command, its output appended to the build log."""
-    processes.run_checked([go, *args], service=SERVICE, log=log, env=env, timeout=timeout)
-
-
-def _built(home: Path) -> bool:
-    """Whether ``bin/`` holds the binary from a finished build of this recipe."""
-    marker = home / MARKER
-    if not marker.exists():
-        return False
-    try:
-        recipe = json.loads(marker.read_text()).get("recipe")
-    except ValueError:
-        return False
-    return recipe == recipe_digest() and (home / "bin" / BINARY).is_file()
 
 
 # --------------------------------------------------------------------------------------------
@@ -255,8 +227,8 @@ def parse_result(output: str) -> KstatusResult:
 
 def _binary() -> Path:
     """The binary path, without taking the lock when the cache is already complete."""
-    home = build_home()
-    return home / "bin" / BINARY if _built(home) else build_kstatus()
+    build = _cached_build()
+    return build.outputs[0] if build.ready() else build_kstatus()
 
 
 # --------------------------------------------------------------------------------------------

@@ -63,14 +63,11 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import hashlib
 import json
-import os
 import secrets
 import shutil
 import signal
 import ssl
-import subprocess
 import sys
 import tempfile
 import threading
@@ -83,7 +80,7 @@ from typing import Any
 
 import yaml
 
-from cdcflow.operator.devservices import processes
+from cdcflow.operator.devservices import gobuild, processes
 
 SERVICE = "kube-apiserver"
 ETCD_SERVICE = "etcd"
@@ -98,16 +95,7 @@ ADMIN_GROUP = "system:masters"
 CONTEXT = "cdcflow-test"
 START_TIMEOUT = 90.0
 BUILD_TIMEOUT = 3600.0
-GO_TIMEOUT = 900.0
-MARKER = "built.json"
-GO_HINT = (
-    "kube-apiserver, kubectl and etcd are built from their Go modules on first use; install Go "
-    "1.26 or newer (https://go.dev/doc/install, or put it at /usr/local/go/bin/go)."
-)
 OPENSSL_HINT = "Test certificates are made with openssl, e.g. `apt-get install openssl`."
-GO_FALLBACK = Path("/usr/local/go/bin/go")
-BUILD_FLAGS = ("-trimpath", "-buildvcs=false")
-STRIP_LDFLAGS = ("-s", "-w")
 VERSION_PACKAGES = ("k8s.io/client-go/pkg/version", "k8s.io/component-base/version")
 KUBERNETES_BINARIES = {
     "kube-apiserver": f"{KUBERNETES_MODULE}/cmd/kube-apiserver",
@@ -187,31 +175,36 @@ def binaries_home() -> Path:
 
 def binaries_ready() -> bool:
     """Whether the cached binaries were built by the current recipe (no lock, no Go)."""
-    return _built(binaries_home())
+    return _cached_build().ready()
 
 
 def build_binaries() -> KubeBinaries:
     """The cached binaries, built from the Go modules on first use (once per machine)."""
-    home = binaries_home()
-    with processes.locked(home / ".lock"):
-        if not _built(home):
-            _build(home)
-            (home / MARKER).write_text(json.dumps({"recipe": recipe_digest()}) + "\n")
-    return _binaries(home / "bin")
+    build = _cached_build()
+    build.ensure(lambda go: _build(go, build.home))
+    return _binaries(build.home / "bin")
 
 
 def recipe_digest() -> str:
     """A digest of everything that decides the binaries, so a changed recipe rebuilds."""
-    recipe = {
-        "kubernetes": KUBERNETES_VERSION,
-        "etcd_module": ETCD_MODULE,
-        "binaries": KUBERNETES_BINARIES,
-        "flags": BUILD_FLAGS,
-        "strip": STRIP_LDFLAGS,
-        "stamps": VERSION_PACKAGES,
-        "cgo": "0",
-    }
-    return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()
+    return gobuild.recipe_digest(
+        {
+            "kubernetes": KUBERNETES_VERSION,
+            "etcd_module": ETCD_MODULE,
+            "binaries": KUBERNETES_BINARIES,
+            "flags": gobuild.BUILD_FLAGS,
+            "strip": gobuild.STRIP_LDFLAGS,
+            "stamps": VERSION_PACKAGES,
+            "cgo": "0",
+        }
+    )
+
+
+def _cached_build() -> gobuild.CachedBuild:
+    home = binaries_home()
+    names = [*KUBERNETES_BINARIES, ETCD_BINARY]
+    outputs = tuple(home / "bin" / name for name in names)
+    return gobuild.CachedBuild(SERVICE, home, recipe_digest(), outputs)
 
 
 @dataclass(frozen=True)
@@ -285,121 +278,49 @@ def version_ldflags(release_time: str) -> list[str]:
         "gitTreeState": "archive",
         "buildDate": release_time,
     }
-    flags = [*STRIP_LDFLAGS]
+    flags = [*gobuild.STRIP_LDFLAGS]
     flags += [
         f"-X {pkg}.{key}={value}" for pkg in VERSION_PACKAGES for key, value in stamps.items()
     ]
     return flags
 
 
-def _build(home: Path) -> None:
+def _build(go: gobuild.Go, home: Path) -> None:
     """Fetch the release's go.mod, write the build module and build every binary."""
-    go, env, log = _go(), _go_env(), home / "build.log"
-    (home / MARKER).unlink(missing_ok=True)
-    release = _fetch_release(go, home, env=env, log=log)
+    release = _fetch_release(go, home)
     src = _write_build_module(home / "src", release)
     pins = [f"{package}@{KUBERNETES_VERSION}" for package in KUBERNETES_BINARIES.values()]
     pins.append(f"{ETCD_MODULE}@{release.etcd_version}")
-    _run_go(go, "-C", str(src), "get", *pins, env=env, log=log)
-    partial = home / "bin.partial"
-    shutil.rmtree(partial, ignore_errors=True)
-    partial.mkdir()
-    _compile(go, src, partial, release, env=env, log=log)
-    shutil.rmtree(home / "bin", ignore_errors=True)
-    partial.rename(home / "bin")
+    go.run("-C", str(src), "get", *pins)
+    partial = gobuild.fresh_folder(home / "bin.partial")
+    _compile(go, src, partial, release)
+    gobuild.replace_folder(partial, home / "bin")
 
 
 def _write_build_module(src: Path, release: ReleaseModule) -> Path:
     """A fresh folder holding only the throwaway module's go.mod (``go get`` adds go.sum)."""
-    shutil.rmtree(src, ignore_errors=True)
-    src.mkdir()
-    (src / "go.mod").write_text(build_go_mod(release))
+    (gobuild.fresh_folder(src) / "go.mod").write_text(build_go_mod(release))
     return src
 
 
-def _compile(
-    go: str, src: Path, out: Path, release: ReleaseModule, *, env: dict[str, str], log: Path
-) -> None:
+def _compile(go: gobuild.Go, src: Path, out: Path, release: ReleaseModule) -> None:
     """``go build`` each binary into ``out``: static, stripped, stamped with the release."""
     ldflags = " ".join(version_ldflags(release.release_time))
     targets = {**KUBERNETES_BINARIES, ETCD_BINARY: ETCD_MODULE}
     for name, package in targets.items():
-        _run_go(
-            go, "-C", str(src), "build", *BUILD_FLAGS, f"-ldflags={ldflags}",
-            "-o", str(out / name), package,
-            env=env, log=log, timeout=BUILD_TIMEOUT,
+        go.run(
+            "-C", str(src), "build", *gobuild.BUILD_FLAGS, f"-ldflags={ldflags}",
+            "-o", str(out / name), package, timeout=BUILD_TIMEOUT,
         )  # fmt: skip
 
 
-def _fetch_release(go: str, home: Path, *, env: dict[str, str], log: Path) -> ReleaseModule:
+def _fetch_release(go: gobuild.Go, home: Path) -> ReleaseModule:
     """Download the pinned release through the module proxy and read its go.mod."""
-    download = json.loads(
-        _go_output(
-            go,
-            "mod",
-            "download",
-            "-json",
-            f"{KUBERNETES_MODULE}@{KUBERNETES_VERSION}",
-            env=env,
-            log=log,
-            cwd=home,
-        )
-    )
-    go_mod = json.loads(_go_output(go, "mod", "edit", "-json", download["GoMod"], env=env, log=log))
+    module = f"{KUBERNETES_MODULE}@{KUBERNETES_VERSION}"
+    download = json.loads(go.output("mod", "download", "-json", module, cwd=home))
+    go_mod = json.loads(go.output("mod", "edit", "-json", download["GoMod"]))
     info = json.loads(Path(download["Info"]).read_text())
     return read_release_module(go_mod, release_time=str(info.get("Time", "")))
-
-
-def _go() -> str:
-    """``go`` from PATH, else the usual /usr/local/go install; raise with a hint if neither."""
-    found = shutil.which("go")
-    if found is not None:
-        return found
-    if GO_FALLBACK.exists():
-        return str(GO_FALLBACK)
-    raise processes.ServiceStartError(f"`go` was not found on PATH. {GO_HINT}")
-
-
-def _go_env() -> dict[str, str]:
-    """The environment for Go: static binaries, no workspace, module mode."""
-    env = dict(os.environ)
-    env.update({"CGO_ENABLED": "0", "GOWORK": "off", "GO111MODULE": "on"})
-    return env
-
-
-def _run_go(
-    go: str, *args: str, env: dict[str, str], log: Path, timeout: float = GO_TIMEOUT
-) -> None:
-    """Run one go command, its output appended to the build log."""
-    processes.run_checked([go, *args], service=SERVICE, log=log, env=env, timeout=timeout)
-
-
-def _go_output(go: str, *args: str, env: dict[str, str], log: Path, cwd: Path | None = None) -> str:
-    """Run one go command and return its standard output; stderr goes to the build log."""
-    with log.open("ab") as sink:
-        result = subprocess.run(
-            [go, *args], stdout=subprocess.PIPE, stderr=sink, env=env, cwd=cwd,
-            timeout=GO_TIMEOUT, check=False,
-        )  # fmt: skip
-    if result.returncode != 0:
-        raise processes.ServiceStartError(
-            f"{SERVICE}: `go {' '.join(args)}` failed with code {result.returncode}.\n"
-            f"Last lines of {log}:\n{processes.log_tail(log)}"
-        )
-    return result.stdout.decode()
-
-
-def _built(home: Path) -> bool:
-    """Whether ``bin/`` holds every binary from a finished build of this recipe."""
-    marker = home / MARKER
-    if not marker.exists():
-        return False
-    try:
-        recipe = json.loads(marker.read_text()).get("recipe")
-    except ValueError:
-        return False
-    names = [*KUBERNETES_BINARIES, ETCD_BINARY]
-    return recipe == recipe_digest() and all((home / "bin" / name).is_file() for name in names)
 
 
 def _binaries(bin_dir: Path) -> KubeBinaries:

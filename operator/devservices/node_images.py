@@ -81,7 +81,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from cdcflow.operator.devservices import kube, node_namespace, processes, spark_operator
+from cdcflow.operator.devservices import gobuild, node_namespace, processes, spark_operator
 
 PAUSE_IMAGE = "localhost/cdcflow-pause:1.0"
 CDCFLOW_IMAGE = "ghcr.io/cdcflow/cdcflow:0.1.0"
@@ -1018,9 +1018,8 @@ def _build_pause(out: Path) -> None:
     try:
         (src / "main.go").write_text(PAUSE_SOURCE)
         (src / "go.mod").write_text(GO_MOD)
-        command = [kube._go(), "-C", str(src), "build", *PAUSE_FLAGS, "-o", str(out / "pause"), "."]
-        processes.run_checked(command, service=SERVICE, log=_home() / "pause.log",
-                              env=kube._go_env())  # fmt: skip
+        go = gobuild.Go(SERVICE, _home() / "pause.log", gobuild.go_binary(), gobuild.go_env())
+        go.run("-C", str(src), "build", *PAUSE_FLAGS, "-o", str(out / "pause"), ".")
     finally:
         shutil.rmtree(src, ignore_errors=True)
 

@@ -88,12 +88,10 @@ RBAC (the chart's, ``charts/spark-operator-chart/templates``)
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
 import stat
-import subprocess
 import sys
 import time
 from collections.abc import Sequence
@@ -103,8 +101,7 @@ from typing import Any
 
 import yaml
 
-from cdcflow.operator.devservices import processes
-from cdcflow.operator.devservices.kube import BUILD_FLAGS, STRIP_LDFLAGS, _go, _go_env
+from cdcflow.operator.devservices import gobuild, processes
 
 JSON = dict[str, Any]
 SERVICE = "spark-operator"
@@ -118,8 +115,6 @@ CRD_FILES = (
     "sparkoperator.k8s.io_scheduledsparkapplications.yaml",
     "sparkoperator.k8s.io_sparkconnects.yaml",
 )
-MARKER = "built.json"
-GO_TIMEOUT = 900.0
 BUILD_TIMEOUT = 3600.0
 
 CONTROLLER_PATH = "/usr/local/bin/spark-operator"
@@ -171,32 +166,36 @@ def build_home() -> Path:
 
 def build_ready() -> bool:
     """Whether the cache holds a finished build of the current recipe (no lock, no Go)."""
-    return _built(build_home())
+    return _cached_build().ready()
 
 
 def build_spark_operator() -> SparkOperatorBuild:
     """The cached binary and CRDs, built from the Go module on first use (once per machine)."""
-    home = build_home()
-    with processes.locked(home / ".lock"):
-        if not _built(home):
-            _build(home)
-            (home / MARKER).write_text(json.dumps({"recipe": recipe_digest()}) + "\n")
-    return _result(home)
+    build = _cached_build()
+    build.ensure(lambda go: _build(go, build.home))
+    return _result(build.home)
 
 
 def recipe_digest() -> str:
     """A digest of everything that decides the build, so a changed recipe rebuilds."""
-    recipe = {
-        "module": MODULE,
-        "version": VERSION,
-        "package": MAIN_PACKAGE,
-        "flags": BUILD_FLAGS,
-        "strip": STRIP_LDFLAGS,
-        "stamps": sorted(version_stamps(commit="", release_time="")),
-        "crds": [CRD_DIR, *CRD_FILES],
-        "cgo": "0",
-    }
-    return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()
+    return gobuild.recipe_digest(
+        {
+            "module": MODULE,
+            "version": VERSION,
+            "package": MAIN_PACKAGE,
+            "flags": gobuild.BUILD_FLAGS,
+            "strip": gobuild.STRIP_LDFLAGS,
+            "stamps": sorted(version_stamps(commit="", release_time="")),
+            "crds": [CRD_DIR, *CRD_FILES],
+            "cgo": "0",
+        }
+    )
+
+
+def _cached_build() -> gobuild.CachedBuild:
+    home = build_home()
+    result = _result(home)
+    return gobuild.CachedBuild(SERVICE, home, recipe_digest(), (result.binary, *result.crds))
 
 
 def version_stamps(*, commit: str, release_time: str) -> dict[str, str]:
@@ -214,41 +213,29 @@ def build_ldflags(*, commit: str, release_time: str) -> str:
     """``-ldflags`` for a stripped binary stamped with the release."""
     stamps = version_stamps(commit=commit, release_time=release_time)
     return " ".join(
-        [*STRIP_LDFLAGS, *(f"-X {MODULE}.{key}={value}" for key, value in stamps.items())]
+        [*gobuild.STRIP_LDFLAGS, *(f"-X {MODULE}.{key}={value}" for key, value in stamps.items())]
     )
 
 
-def _build(home: Path) -> None:
+def _build(go: gobuild.Go, home: Path) -> None:
     """Download the release, build the binary from a writable copy, copy the CRDs."""
-    go, env, log = _go(), _go_env(), home / "build.log"
-    (home / MARKER).unlink(missing_ok=True)
-    release = _download(go, home, env=env, log=log)
+    release = _download(go, home)
     src = _writable_copy(release.source, home / "src")
-    partial = home / "bin.partial"
-    shutil.rmtree(partial, ignore_errors=True)
-    partial.mkdir()
+    partial = gobuild.fresh_folder(home / "bin.partial")
     ldflags = build_ldflags(commit=release.commit, release_time=release.time)
-    _run_go(
-        go, "-C", str(src), "build", *BUILD_FLAGS, f"-ldflags={ldflags}",
-        "-o", str(partial / BINARY), MAIN_PACKAGE,
-        env=env, log=log, timeout=BUILD_TIMEOUT,
+    go.run(
+        "-C", str(src), "build", *gobuild.BUILD_FLAGS, f"-ldflags={ldflags}",
+        "-o", str(partial / BINARY), MAIN_PACKAGE, timeout=BUILD_TIMEOUT,
     )  # fmt: skip
-    crds = home / "crds"
-    shutil.rmtree(crds, ignore_errors=True)
-    crds.mkdir()
+    crds = gobuild.fresh_folder(home / "crds")
     for name in CRD_FILES:
         shutil.copyfile(src / CRD_DIR / name, crds / name)
-    shutil.rmtree(home / "bin", ignore_errors=True)
-    partial.rename(home / "bin")
+    gobuild.replace_folder(partial, home / "bin")
 
 
-def _download(go: str, home: Path, *, env: dict[str, str], log: Path) -> Release:
+def _download(go: gobuild.Go, home: Path) -> Release:
     """Fetch the pinned module through the proxy; its folder, tagged commit and time."""
-    download = json.loads(
-        _go_output(
-            go, "mod", "download", "-json", f"{MODULE}@{VERSION}", env=env, log=log, cwd=home
-        )
-    )
+    download = json.loads(go.output("mod", "download", "-json", f"{MODULE}@{VERSION}", cwd=home))
     if download.get("Error"):
         raise processes.ServiceStartError(f"{SERVICE}: {download['Error']}")
     info = json.loads(Path(download["Info"]).read_text())
@@ -268,42 +255,6 @@ def _writable_copy(source: Path, target: Path) -> Path:
         path = Path(folder)
         path.chmod(path.stat().st_mode | stat.S_IWUSR)
     return target
-
-
-def _run_go(
-    go: str, *args: str, env: dict[str, str], log: Path, timeout: float = GO_TIMEOUT
-) -> None:
-    """Run one go command, its output appended to the build log."""
-    processes.run_checked([go, *args], service=SERVICE, log=log, env=env, timeout=timeout)
-
-
-def _go_output(go: str, *args: str, env: dict[str, str], log: Path, cwd: Path) -> str:
-    """Run one go command and return its standard output; stderr goes to the build log."""
-    with log.open("ab") as sink:
-        result = subprocess.run(
-            [go, *args], stdout=subprocess.PIPE, stderr=sink, env=env, cwd=cwd,
-            timeout=GO_TIMEOUT, check=False,
-        )  # fmt: skip
-    if result.returncode != 0:
-        raise processes.ServiceStartError(
-            f"{SERVICE}: `go {' '.join(args)}` failed with code {result.returncode}.\n"
-            f"{result.stdout.decode(errors='replace')}\n"
-            f"Last lines of {log}:\n{processes.log_tail(log)}"
-        )
-    return result.stdout.decode()
-
-
-def _built(home: Path) -> bool:
-    """Whether ``bin/`` and ``crds/`` come from a finished build of this recipe."""
-    marker = home / MARKER
-    if not marker.exists():
-        return False
-    try:
-        recipe = json.loads(marker.read_text()).get("recipe")
-    except ValueError:
-        return False
-    files = [home / "bin" / BINARY, *(home / "crds" / name for name in CRD_FILES)]
-    return recipe == recipe_digest() and all(path.is_file() for path in files)
 
 
 def _result(home: Path) -> SparkOperatorBuild:
