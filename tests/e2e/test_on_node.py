@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import psycopg
 import pytest
 import yaml
 
@@ -28,6 +27,7 @@ from cdcflow.operator.devservices.kube_node import KubeNode
 from cdcflow.operator.devservices.postgres import PostgresServer
 from tests.plugins.fix_kafka import read_topic_to_end
 from tests.plugins.fix_kube import KubectlError, eventually, kubectl, wait_established
+from tests.plugins.fix_postgres import query_rows, run_sql
 from tests.status_judges import verdicts
 
 if TYPE_CHECKING:
@@ -136,13 +136,10 @@ class Source:
         return f"{self.name}_orders"
 
     def sql(self, *statements: str) -> None:
-        with psycopg.connect(self.postgres.dsn(), autocommit=True) as conn:
-            for statement in statements:
-                conn.execute(statement)  # type: ignore[call-overload]
+        run_sql(self.postgres, *statements)
 
     def query(self, statement: str) -> list[tuple[Any, ...]]:
-        with psycopg.connect(self.postgres.dsn(), autocommit=True) as conn:
-            return conn.execute(statement).fetchall()  # type: ignore[call-overload]
+        return query_rows(self.postgres, statement)
 
     @classmethod
     def made(cls, postgres: PostgresServer, kafka: KafkaBroker) -> Source:

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-import psycopg
 import pytest
 import yaml
 
@@ -27,6 +26,7 @@ from cdcflow.capture.resource import CdcConnector
 from cdcflow.operator.devservices.kafka import KafkaBroker
 from cdcflow.operator.devservices.postgres import PostgresServer
 from tests.plugins.fix_kafka import read_topic_to_end
+from tests.plugins.fix_postgres import query_rows, run_sql
 
 
 @dataclass
@@ -86,13 +86,10 @@ class CaptureHarness:
     running: list[RunningEngine] = field(default_factory=list)
 
     def sql(self, *statements: str) -> None:
-        with psycopg.connect(self.postgres.dsn(), autocommit=True) as conn:
-            for statement in statements:
-                conn.execute(statement)  # type: ignore[call-overload]
+        run_sql(self.postgres, *statements)
 
     def query(self, statement: str) -> list[tuple[Any, ...]]:
-        with psycopg.connect(self.postgres.dsn(), autocommit=True) as conn:
-            return conn.execute(statement).fetchall()  # type: ignore[call-overload]
+        return query_rows(self.postgres, statement)
 
     def table(self, stem: str) -> str:
         """A table name unique to this test."""
