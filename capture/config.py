@@ -205,6 +205,20 @@ def _csv(value: object) -> tuple[str, ...]:
     return tuple(str(item).strip() for item in items if str(item).strip())
 
 
+# The comma-separated lists of regular expressions, each checked to compile at load time.
+_PATTERN_LISTS = (
+    "schema_include_list",
+    "schema_exclude_list",
+    "table_include_list",
+    "table_exclude_list",
+    "column_include_list",
+    "column_exclude_list",
+    "message_prefix_include_list",
+    "message_prefix_exclude_list",
+    "snapshot_include_collection_list",
+)
+
+
 class ConnectorProperties(BaseModel):
     """Debezium connector properties understood by cdcflow, under their Debezium names."""
 
@@ -452,16 +466,8 @@ class ConnectorProperties(BaseModel):
     column_rules: tuple[ColumnRule, ...] = Field((), exclude=True)
 
     _split_lists = field_validator(
-        "snapshot_include_collection_list",
+        *_PATTERN_LISTS,
         "snapshot_select_statement_overrides",
-        "schema_include_list",
-        "schema_exclude_list",
-        "table_include_list",
-        "table_exclude_list",
-        "column_include_list",
-        "column_exclude_list",
-        "message_prefix_include_list",
-        "message_prefix_exclude_list",
         "skipped_operations",
         "signal_enabled_channels",
         "notification_enabled_channels",
@@ -470,17 +476,7 @@ class ConnectorProperties(BaseModel):
         mode="before",
     )(_csv)
 
-    @field_validator(
-        "schema_include_list",
-        "schema_exclude_list",
-        "table_include_list",
-        "table_exclude_list",
-        "column_include_list",
-        "column_exclude_list",
-        "message_prefix_include_list",
-        "message_prefix_exclude_list",
-        "snapshot_include_collection_list",
-    )
+    @field_validator(*_PATTERN_LISTS)
     @classmethod
     def _patterns_compile(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         for pattern in value:
