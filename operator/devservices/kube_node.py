@@ -51,6 +51,7 @@ import yaml
 
 from cdcflow.operator.devservices import kstatus, kube, kube_dns, node_images, processes
 from cdcflow.operator.devservices import node_namespace as netns
+from cdcflow.operator.devservices.oci_archive import ImageArchive
 
 MODULE = "cdcflow.operator.devservices.kube_node"
 SERVICE = "Kubernetes node"
@@ -215,7 +216,7 @@ def persistent_volumes(folder: Path, count: int = PERSISTENT_VOLUMES) -> list[di
 
 
 @contextlib.contextmanager
-def running_node(images: Sequence[node_images.ImageArchive] = ()) -> Iterator[KubeNode]:
+def running_node(images: Sequence[ImageArchive] = ()) -> Iterator[KubeNode]:
     """Start the control plane, containerd, the cluster DNS and kubelet; stop all on exit."""
     netns.require_inside()
     ensure_runtime_installed()
@@ -255,7 +256,7 @@ def running_node(images: Sequence[node_images.ImageArchive] = ()) -> Iterator[Ku
         yield node
 
 
-def prepare(source: Path) -> list[node_images.ImageArchive]:
+def prepare(source: Path) -> list[ImageArchive]:
     """Everything that needs the network, done before entering the node's namespaces: the
     Kubernetes binaries, the kstatus helper the tests judge status with, the container
     runtime's packages and the images of ``source``."""

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 import yaml
 
-from cdcflow.operator.devservices import node_images, spark_operator
+from cdcflow.operator.devservices import image_layers, node_images, spark_operator
 from cdcflow.operator.devservices.kafka import KafkaBroker
 from cdcflow.operator.devservices.kube_node import KubeNode
 from cdcflow.operator.devservices.postgres import PostgresServer
@@ -485,7 +485,7 @@ def spark_operator_deployed(operator_deployed: KubeNode) -> KubeNode:
     kubectl(operator_deployed.cluster, "apply", "--server-side", *crds)
     wait_established(operator_deployed.cluster, "crd/sparkapplications.sparkoperator.k8s.io")
     manifests = spark_operator.controller_manifests(
-        image=node_images.SPARK_OPERATOR_IMAGE, spark_home=node_images.SPARK_HOME
+        image=node_images.SPARK_OPERATOR_IMAGE, spark_home=image_layers.SPARK_HOME
     )
     kubectl(operator_deployed.cluster, "apply", "-f", "-", stdin=yaml.safe_dump_all(manifests))
     kubectl(

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from cdcflow.operator.devservices import node_images
-from cdcflow.operator.devservices.node_images import ImageConfig
+from cdcflow.operator.devservices import image_layers, oci_archive
+from cdcflow.operator.devservices.oci_archive import ImageConfig
 
 NAME = "ghcr.io/cdcflow/example:1.2.3"
 CONFIG = ImageConfig(
@@ -38,8 +38,8 @@ def _layers(tmp_path: Path) -> list[Path]:
     first = _tree(tmp_path / "first", {"usr/bin/tool": "#!/bin/sh\n", "etc/motd": "hi\n"})
     second = _tree(tmp_path / "second", {"opt/app/main.py": "print('hi')\n"})
     out = [tmp_path / "first.tar", tmp_path / "second.tar"]
-    node_images.write_layer(first, out[0], mtime=0)
-    node_images.write_layer(second, out[1], mtime=0)
+    oci_archive.write_layer(first, out[0], mtime=0)
+    oci_archive.write_layer(second, out[1], mtime=0)
     return out
 
 
@@ -62,7 +62,7 @@ def _json(data: bytes) -> Any:
 
 def test_archive_blobs_are_named_by_their_sha256(tmp_path: Path) -> None:
     out = tmp_path / "image.tar"
-    node_images.write_oci_archive(name=NAME, layers=_layers(tmp_path), config=CONFIG, out=out)
+    oci_archive.write_oci_archive(name=NAME, layers=_layers(tmp_path), config=CONFIG, out=out)
     members = _members(out)
     assert _json(members["oci-layout"]) == {"imageLayoutVersion": "1.0.0"}
     blobs = {name: data for name, data in members.items() if name.startswith("blobs/")}
@@ -73,7 +73,7 @@ def test_archive_blobs_are_named_by_their_sha256(tmp_path: Path) -> None:
 
 def test_index_names_the_image_for_containerd_and_oci(tmp_path: Path) -> None:
     out = tmp_path / "image.tar"
-    archive = node_images.write_oci_archive(
+    archive = oci_archive.write_oci_archive(
         name=NAME, layers=_layers(tmp_path), config=CONFIG, out=out
     )
     index = _json(_members(out)["index.json"])
@@ -83,15 +83,15 @@ def test_index_names_the_image_for_containerd_and_oci(tmp_path: Path) -> None:
         "org.opencontainers.image.ref.name": NAME,
     }
     assert manifest["platform"] == {"architecture": "amd64", "os": "linux"}
-    assert manifest["mediaType"] == node_images.MEDIA_MANIFEST
+    assert manifest["mediaType"] == oci_archive.MEDIA_MANIFEST
     assert manifest["digest"] == archive.digest
-    assert archive == node_images.ImageArchive(name=NAME, path=out, digest=archive.digest)
+    assert archive == oci_archive.ImageArchive(name=NAME, path=out, digest=archive.digest)
 
 
 def test_manifest_and_config_describe_the_layers(tmp_path: Path) -> None:
     layers = _layers(tmp_path)
     out = tmp_path / "image.tar"
-    archive = node_images.write_oci_archive(name=NAME, layers=layers, config=CONFIG, out=out)
+    archive = oci_archive.write_oci_archive(name=NAME, layers=layers, config=CONFIG, out=out)
     members = _members(out)
     manifest_blob = _blob(members, archive.digest)
     manifest = _json(manifest_blob)
@@ -100,7 +100,7 @@ def test_manifest_and_config_describe_the_layers(tmp_path: Path) -> None:
     layer_digests = ["sha256:" + hashlib.sha256(path.read_bytes()).hexdigest() for path in layers]
     assert [layer["digest"] for layer in manifest["layers"]] == layer_digests
     assert [layer["size"] for layer in manifest["layers"]] == [p.stat().st_size for p in layers]
-    assert {layer["mediaType"] for layer in manifest["layers"]} == {node_images.MEDIA_LAYER}
+    assert {layer["mediaType"] for layer in manifest["layers"]} == {oci_archive.MEDIA_LAYER}
     config = _json(config_blob)
     assert config["rootfs"] == {"type": "layers", "diff_ids": layer_digests}
     assert len(config["history"]) == len(layers)
@@ -116,16 +116,16 @@ def test_manifest_and_config_describe_the_layers(tmp_path: Path) -> None:
 
 def test_the_same_inputs_give_the_same_archive(tmp_path: Path) -> None:
     layers = _layers(tmp_path)
-    first = node_images.write_oci_archive(
+    first = oci_archive.write_oci_archive(
         name=NAME, layers=layers, config=CONFIG, out=tmp_path / "a.tar"
     )
-    second = node_images.write_oci_archive(
+    second = oci_archive.write_oci_archive(
         name=NAME, layers=layers, config=CONFIG, out=tmp_path / "b.tar"
     )
     assert first.digest == second.digest
     assert (tmp_path / "a.tar").read_bytes() == (tmp_path / "b.tar").read_bytes()
     other = dataclasses.replace(CONFIG, user="185")
-    third = node_images.write_oci_archive(
+    third = oci_archive.write_oci_archive(
         name=NAME, layers=layers, config=other, out=tmp_path / "c.tar"
     )
     assert third.digest != first.digest
@@ -134,7 +134,7 @@ def test_the_same_inputs_give_the_same_archive(tmp_path: Path) -> None:
 def test_a_layer_used_twice_is_stored_once(tmp_path: Path) -> None:
     layer = _layers(tmp_path)[0]
     out = tmp_path / "image.tar"
-    node_images.write_oci_archive(name=NAME, layers=[layer, layer], config=CONFIG, out=out)
+    oci_archive.write_oci_archive(name=NAME, layers=[layer, layer], config=CONFIG, out=out)
     members = _members(out)
     assert len([name for name in members if name.startswith("blobs/")]) == 3
 
@@ -143,7 +143,7 @@ def test_layer_tar_is_ordered_relative_and_stamped(tmp_path: Path) -> None:
     root = _tree(tmp_path / "root", {"b/two": "2", "a/one": "1", "a/z/deep": "3"})
     (root / "a" / "link").symlink_to("one")
     (root / "a" / "hard").hardlink_to(root / "a" / "one")
-    layer = node_images.write_layer(root, tmp_path / "layer.tar", mtime=7)
+    layer = oci_archive.write_layer(root, tmp_path / "layer.tar", mtime=7)
     assert layer.digest == "sha256:" + hashlib.sha256(layer.path.read_bytes()).hexdigest()
     assert layer.size == layer.path.stat().st_size
     with tarfile.open(layer.path) as tar:
@@ -158,10 +158,10 @@ def test_layer_tar_is_ordered_relative_and_stamped(tmp_path: Path) -> None:
 
 
 def test_layer_digest_is_read_from_its_record(tmp_path: Path) -> None:
-    layer = node_images.write_layer(_tree(tmp_path / "root", {"f": "x"}), tmp_path / "l.tar")
-    assert node_images.layer_file(layer.path) == layer
+    layer = oci_archive.write_layer(_tree(tmp_path / "root", {"f": "x"}), tmp_path / "l.tar")
+    assert oci_archive.layer_file(layer.path) == layer
     (tmp_path / "l.tar.json").unlink()
-    assert node_images.layer_file(layer.path) == layer  # hashed when the record is gone
+    assert oci_archive.layer_file(layer.path) == layer  # hashed when the record is gone
 
 
 def test_source_digest_follows_the_packaged_sources_only(tmp_path: Path) -> None:
@@ -174,38 +174,38 @@ def test_source_digest_follows_the_packaged_sources_only(tmp_path: Path) -> None
         "tests/test_x.py": "",
     }
     source = _tree(tmp_path / "src", files)
-    before = node_images.source_digest(source)
+    before = image_layers.source_digest(source)
     _tree(source, {"tests/test_x.py": "changed", "capture/__pycache__/engine.cpython-311.pyc": ""})
     _tree(source, {"capture/stale.pyc": "", "cdcflow.egg-info/PKG-INFO": ""})
-    assert node_images.source_digest(source) == before
+    assert image_layers.source_digest(source) == before
     _tree(source, {"capture/engine.py": "x = 2\n"})
-    changed = node_images.source_digest(source)
+    changed = image_layers.source_digest(source)
     assert changed != before
     (source / "sparkapps" / "new.py").write_text("")
-    assert node_images.source_digest(source) != changed
+    assert image_layers.source_digest(source) != changed
 
 
 def test_dependency_key_follows_pyproject_and_extras(tmp_path: Path) -> None:
     source = _tree(tmp_path / "src", {"pyproject.toml": "[project]\nname = 'a'\n"})
-    key = node_images.deps_key(source, ("capture", "operator"))
-    assert node_images.deps_key(source, ("operator", "capture")) == key
-    assert node_images.deps_key(source, ("spark",)) != key
+    key = image_layers.deps_key(source, ("capture", "operator"))
+    assert image_layers.deps_key(source, ("operator", "capture")) == key
+    assert image_layers.deps_key(source, ("spark",)) != key
     _tree(source, {"pyproject.toml": "[project]\nname = 'b'\n"})
-    assert node_images.deps_key(source, ("capture", "operator")) != key
+    assert image_layers.deps_key(source, ("capture", "operator")) != key
 
 
 def test_rootfs_key_follows_the_recipe() -> None:
-    base = node_images.BASE_ROOTFS
-    key = node_images.rootfs_key(base)
-    assert node_images.rootfs_key(dataclasses.replace(base)) == key
+    base = image_layers.BASE_ROOTFS
+    key = image_layers.rootfs_key(base)
+    assert image_layers.rootfs_key(dataclasses.replace(base)) == key
     more = dataclasses.replace(base, packages=(*base.packages, "procps"))
-    assert node_images.rootfs_key(more) != key
-    assert node_images.rootfs_key(dataclasses.replace(base, suite="trixie")) != key
-    assert node_images.rootfs_key(node_images.JAVA_ROOTFS) != key
+    assert image_layers.rootfs_key(more) != key
+    assert image_layers.rootfs_key(dataclasses.replace(base, suite="trixie")) != key
+    assert image_layers.rootfs_key(image_layers.JAVA_ROOTFS) != key
 
 
 def test_launcher_runs_the_console_script_with_debians_python() -> None:
-    script = node_images.launcher("cdcflow.operator.cli.main:main")
+    script = image_layers.launcher("cdcflow.operator.cli.main:main")
     assert script.startswith("#!/usr/bin/python3\n")
     assert "from cdcflow.operator.cli.main import main\n" in script
     compile(script, "cdcflow", "exec")
@@ -214,9 +214,9 @@ def test_launcher_runs_the_console_script_with_debians_python() -> None:
 def test_thin_archive_leaves_out_present_blobs(tmp_path: Path) -> None:
     out = tmp_path / "image.tar"
     layers = _layers(tmp_path)
-    node_images.write_oci_archive(name=NAME, layers=layers, config=CONFIG, out=out)
-    dropped = node_images.layer_file(layers[0]).digest
-    node_images.thin_archive(out, tmp_path / "thin.tar", present={dropped, "sha256:" + "0" * 64})
+    oci_archive.write_oci_archive(name=NAME, layers=layers, config=CONFIG, out=out)
+    dropped = oci_archive.layer_file(layers[0]).digest
+    oci_archive.thin_archive(out, tmp_path / "thin.tar", present={dropped, "sha256:" + "0" * 64})
     full, thin = _members(out), _members(tmp_path / "thin.tar")
     assert set(full) - set(thin) == {"blobs/sha256/" + dropped.removeprefix("sha256:")}
     assert all(thin[name] == full[name] for name in thin)
@@ -242,7 +242,7 @@ def test_slim_keeps_copyright_notices_and_blanks_machine_names(tmp_path: Path) -
             "usr/bin/python3": "elf",
         },
     )
-    node_images.slim(root)
+    image_layers.slim(root)
     left = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if not p.is_dir())
     assert left == [
         "etc/hostname",
@@ -259,6 +259,6 @@ def test_slim_keeps_copyright_notices_and_blanks_machine_names(tmp_path: Path) -
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 def test_spark_entrypoint_is_valid_bash() -> None:
     result = subprocess.run(
-        ["bash", "-n"], input=node_images.ENTRYPOINT, text=True, capture_output=True, check=False
+        ["bash", "-n"], input=image_layers.ENTRYPOINT, text=True, capture_output=True, check=False
     )
     assert result.returncode == 0, result.stderr
