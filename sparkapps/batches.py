@@ -198,7 +198,8 @@ class BatchApplier:
         elif spec.mode == "scd2":
             scd2.apply(work, self._delta(work.topic))
         else:
-            scd1.apply(work, self._delta(work.topic), self._tombstones_of(work))
+            moved = self._beside(work, "_cdc_moved")
+            scd1.apply(work, self._delta(work.topic), self._tombstones_of(work), moved)
         faults.crash_point("after-table")
 
     def _write_letters(self, letters: _Letters, batch_id: int) -> None:
@@ -216,6 +217,14 @@ class BatchApplier:
 
     def _delta(self, topic: str) -> DeltaTarget:
         path = self.sink.spec.target.table_path(topic)
+        if path not in self._targets:
+            self._targets[path] = DeltaTarget(self.spark, path)
+        return self._targets[path]
+
+    def _beside(self, work: TableWork, folder: str) -> DeltaTarget:
+        """A Delta table of the job's own beside the targets: ``<target.path>/<folder>/<table>``."""
+        target = self.sink.spec.target
+        path = f"{target.path.rstrip('/')}/{folder}/{work.name}"
         if path not in self._targets:
             self._targets[path] = DeltaTarget(self.spark, path)
         return self._targets[path]

@@ -12,7 +12,8 @@ Two steps, because a Debezium value describes its own schema:
    get a ``_cdc_problem``.
 
 The change rows have the table's columns (the ``after`` image, or ``before`` for deletes) and
-the metadata columns named in :data:`META_COLUMNS`.
+the metadata columns named in :data:`META_COLUMNS`, plus what the key-change headers say
+(:data:`OLD_KEY`, :data:`KEY_MOVED`).
 """
 
 from __future__ import annotations
@@ -45,6 +46,12 @@ PAYLOAD = "_cdc_payload"
 PROBLEM = "_cdc_problem"
 META_COLUMNS = (OP, POSITION, SOURCE_TS, TOPIC, PARTITION, OFFSET)
 """Metadata every change row carries besides the table's columns."""
+OLD_KEY = "_cdc_old_key"
+"""On the create of a primary-key change: the old key's row (its key columns set), else null."""
+KEY_MOVED = "_cdc_key_moved"
+"""On the delete of a primary-key change: true (the row lives on under a new key)."""
+OLD_KEY_HEADER = "__debezium.oldkey"
+NEW_KEY_HEADER = "__debezium.newkey"
 
 ROW_OPS = ("c", "u", "d", "r")
 KNOWN_OPS = (*ROW_OPS, "t", "m")
@@ -74,7 +81,9 @@ def records(kafka: DataFrame) -> DataFrame:
     """Kafka source rows to ``(topic, partition, offset, key, schema, payload, problem)``.
 
     Tombstones (null values) are dropped: deletes are applied from the ``d`` event before them.
-    ``_cdc_value`` keeps the raw value of records with a problem only.
+    ``_cdc_value`` keeps the raw value of records with a problem only. The key-change headers
+    (read when the source includes headers) become :data:`OLD_KEY` (the old key's JSON text)
+    and :data:`KEY_MOVED`.
     """
     value = sf.col("value").cast("string")
     framed = kafka.where(sf.col("value").isNotNull()).select(
@@ -84,6 +93,8 @@ def records(kafka: DataFrame) -> DataFrame:
         sf.col("key").cast("string").alias(KEY),
         value.alias(VALUE),
         sf.from_json(value, _FRAME, {"columnNameOfCorruptRecord": _CORRUPT}).alias("frame"),
+        _header(kafka, OLD_KEY_HEADER).alias(OLD_KEY),
+        _header(kafka, NEW_KEY_HEADER).isNotNull().alias(KEY_MOVED),
     )
     frame = sf.col("frame")
     wrapped = frame["schema"].isNotNull() & frame["payload"].isNotNull()
@@ -103,7 +114,17 @@ def records(kafka: DataFrame) -> DataFrame:
         sf.xxhash64(schema).alias(SCHEMA_ID),
         sf.when(wrapped, frame["payload"]).otherwise(sf.col(VALUE)).alias(PAYLOAD),
         problem.alias(PROBLEM),
+        OLD_KEY,
+        KEY_MOVED,
     )
+
+
+def _header(kafka: DataFrame, name: str) -> Column:
+    """The text of the record's first header ``name``; null if none (or no headers read)."""
+    if "headers" not in kafka.columns:
+        return sf.lit(None).cast("string")
+    found = sf.filter(sf.col("headers"), lambda header: header["key"] == sf.lit(name))
+    return sf.get(found, 0)["value"].cast("string")
 
 
 def envelope_type(plan: EnvelopePlan) -> st.StructType:
@@ -143,7 +164,7 @@ def changes(
         sf.col(PAYLOAD), envelope_type(plan), {"columnNameOfCorruptRecord": _CORRUPT}
     )
     decoded = records_of_table.select(
-        TOPIC, PARTITION, OFFSET, KEY, PAYLOAD, parsed.alias("event")
+        TOPIC, PARTITION, OFFSET, KEY, PAYLOAD, OLD_KEY, KEY_MOVED, parsed.alias("event")
     ).where(sf.col("event.op").isNull() | (sf.col("event.op") != "m"))
     event = sf.col("event")
     op = event["op"]
@@ -151,6 +172,12 @@ def changes(
     position = ordering.position(event["source"])
     stored = stored_columns(image, plan.row, columns)
     problem = _problem(event, op, position, keyed=keyed)
+    wire = plan.row.wire
+    assert isinstance(wire, st.StructType)
+    old_key = sf.from_json(sf.col(OLD_KEY), wire)
+    old_row = sf.when(
+        (op == "c") & old_key.isNotNull(), sf.struct(*stored_columns(old_key, plan.row, columns))
+    )
     decimals = decimal_problem(image, plan.row)
     if decimals is not None:
         problem = sf.coalesce(problem, decimals)
@@ -165,6 +192,8 @@ def changes(
         KEY,
         problem.alias(PROBLEM),
         sf.col(PAYLOAD),
+        old_row.alias(OLD_KEY),
+        ((op == "d") & sf.col(KEY_MOVED)).alias(KEY_MOVED),
     )
     # Keep the payload only where a dead letter needs it: the rows are persisted.
     return rows.withColumn(PAYLOAD, sf.when(sf.col(PROBLEM).isNotNull(), sf.col(PAYLOAD)))

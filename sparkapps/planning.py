@@ -24,7 +24,9 @@ from pyspark.sql import types as st
 from cdcflow.sparkapps import decoding, evolution, positions, schemas, transforms
 from cdcflow.sparkapps.decoding import (
     KEY,
+    KEY_MOVED,
     OFFSET,
+    OLD_KEY,
     OP,
     PARTITION,
     PAYLOAD,
@@ -93,6 +95,12 @@ class Facts:
     row_changes: int = 0
     deletes: int = 0
     placeholders: int = 0
+    key_moves: int = 0
+    """Deletes of a primary-key change (the row lives on under its new key)."""
+    key_arrivals: int = 0
+    """Creates of a primary-key change (the row's new key)."""
+    moved_placeholders: int = 0
+    """Creates of a primary-key change that hold the placeholder (filled from the old key)."""
     problems: int = 0
     truncates: tuple[tuple[str, int | None], ...] = ()
     """Position and source time (epoch ms) of every truncate, in source order."""
@@ -290,10 +298,15 @@ def collect_facts(changes: DataFrame, unavailable: Sequence[tuple[str, Column]])
     good = sf.col(PROBLEM).isNull()
     op = sf.col(OP)
     truncate = good & (op == "t")
+    placeholder = transforms.has_placeholder(unavailable)
+    arrival = sf.col(OLD_KEY).isNotNull()
     row = changes.agg(
         sf.count(sf.when(good & op.isin(*decoding.ROW_OPS), 1)).alias("rows"),
         sf.count(sf.when(good & (op == "d"), 1)).alias("deletes"),
-        sf.count(sf.when(good & transforms.has_placeholder(unavailable), 1)).alias("placeholders"),
+        sf.count(sf.when(good & placeholder, 1)).alias("placeholders"),
+        sf.count(sf.when(good & sf.col(KEY_MOVED), 1)).alias("key_moves"),
+        sf.count(sf.when(good & arrival, 1)).alias("arrivals"),
+        sf.count(sf.when(good & arrival & placeholder, 1)).alias("moved"),
         sf.count(PROBLEM).alias("problems"),
         sf.sort_array(
             sf.collect_list(sf.when(truncate, sf.struct(POSITION, sf.unix_millis(SOURCE_TS))))
@@ -305,6 +318,9 @@ def collect_facts(changes: DataFrame, unavailable: Sequence[tuple[str, Column]])
         row_changes=row["rows"],
         deletes=row["deletes"],
         placeholders=row["placeholders"],
+        key_moves=row["key_moves"],
+        key_arrivals=row["arrivals"],
+        moved_placeholders=row["moved"],
         problems=row["problems"],
         truncates=tuple((t[0], t[1]) for t in row["truncates"]),
     )

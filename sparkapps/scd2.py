@@ -25,11 +25,12 @@ from pyspark.sql import functions as sf
 from pyspark.sql import types as st
 
 from cdcflow.sparkapps import transforms
-from cdcflow.sparkapps.decoding import OP, POSITION, SOURCE_TS
+from cdcflow.sparkapps.decoding import OLD_KEY, OP, POSITION, SOURCE_TS
 from cdcflow.sparkapps.planning import TableWork
 from cdcflow.sparkapps.tables import DeltaTarget, assigned, key_condition, ref
 from cdcflow.sparkapps.transforms import (
     IS_CURRENT,
+    KNOWN_AT,
     ORDER_COLUMNS,
     VALID_FROM,
     VALID_FROM_TS,
@@ -94,15 +95,25 @@ def new_events(
 ) -> DataFrame:
     """The batch's events between two positions and newer than each key's history.
 
-    Placeholders are filled from the key's previous event or its current version.
+    Placeholders are filled from the key's previous event or its current version; those of a
+    primary-key change's create from the old key's history (which outlives its delete).
     """
     names = [c.name for c in work.columns]
     events = transforms.row_changes(work.changes, after=after)
     if before is not None:
         events = events.where(sf.col(POSITION) < sf.lit(before))
-    events = events.select(*names, OP, POSITION, SOURCE_TS, *ORDER_COLUMNS)
+    events = events.select(*names, OP, POSITION, SOURCE_TS, OLD_KEY, *ORDER_COLUMNS)
     if work.facts.placeholders:
         events = transforms.fill_unavailable(events, work.keys, work.unavailable)
+    if work.facts.moved_placeholders:
+        history = (
+            target.table()
+            .toDF()
+            .select(
+                *work.keys, sf.col(VALID_FROM).alias(KNOWN_AT), *[n for n, _ in work.unavailable]
+            )
+        )
+        events = transforms.fill_from_old_keys(events, work.keys, work.unavailable, earlier=history)
     seen = last_seen(target, events, work)
     events = events.join(seen, list(work.keys), "left").where(
         sf.col(_SEEN).isNull() | (sf.col(POSITION) > sf.col(_SEEN))
@@ -111,7 +122,7 @@ def new_events(
         previous = sf.col(_PREVIOUS)[name]
         still = sf.col(name).eqNullSafe(literal) & sf.col(_PREVIOUS).isNotNull()
         events = events.withColumn(name, sf.when(still, previous).otherwise(sf.col(name)))
-    return events.drop(_SEEN, _PREVIOUS)
+    return events.drop(_SEEN, _PREVIOUS, OLD_KEY)
 
 
 def last_seen(target: DeltaTarget, events: DataFrame, work: TableWork) -> DataFrame:

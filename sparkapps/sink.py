@@ -62,7 +62,7 @@ def start(
         .option(option, topics)
         .option("startingOffsets", spec.starting_offsets)
         .option("maxOffsetsPerTrigger", str(kafka.max_offsets_per_trigger if kafka else 100_000))
-        .option("includeHeaders", "false")
+        .option("includeHeaders", "true")  # the key-change headers link old and new keys
     )
     options = dict(kafka.options) if kafka is not None else {}
     # One Kafka partition would be one task: split offset ranges so every core decodes.

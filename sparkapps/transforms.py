@@ -15,7 +15,9 @@ from pyspark.sql import functions as sf
 from pyspark.sql import types as st
 
 from cdcflow.sparkapps.decoding import (
+    KEY_MOVED,
     OFFSET,
+    OLD_KEY,
     OP,
     PARTITION,
     POSITION,
@@ -31,7 +33,11 @@ VALID_TO_TS = "_cdc_valid_to_ts"
 IS_CURRENT = "_cdc_is_current"
 ORDER_COLUMNS = (PARTITION, OFFSET)
 """Kafka coordinates that break ties between equal positions (replays)."""
+KNOWN_AT = "_cdc_known_at"
+"""The position of a row whose values :func:`fill_from_old_keys` may take."""
 _ORDER = (POSITION, *ORDER_COLUMNS)
+_MOVED_AT = "_cdc_moved_at"
+_FOUND = "_cdc_found_"
 
 
 def row_changes(changes: DataFrame, *, after: str | None = None) -> DataFrame:
@@ -103,6 +109,103 @@ def fill_unavailable(
             name, sf.when(carried.isNotNull(), carried["v"]).otherwise(sf.col(name))
         )
     return filled
+
+
+def fill_from_old_keys(
+    changes: DataFrame,
+    keys: Sequence[str],
+    columns: Sequence[tuple[str, Column]],
+    *,
+    earlier: DataFrame | None,
+) -> DataFrame:
+    """Fill the placeholders of a primary-key change's create from the old key's row.
+
+    Under REPLICA IDENTITY DEFAULT a key change that leaves a TOASTed value untouched sends
+    the placeholder in the new key's create: the value is the old key's, which no event of
+    the new key holds. Each such placeholder takes the old key's latest value before the
+    create that is not the placeholder: from the batch's own changes (already filled within
+    their key), else from ``earlier`` — rows ``(keys…, _cdc_known_at, columns…)`` the target
+    held before the batch. A value found nowhere stays the placeholder.
+    """
+    if not columns:
+        return changes
+    wanted = changes.where(sf.col(OLD_KEY).isNotNull() & has_placeholder(columns)).select(
+        *[sf.col(OLD_KEY)[key].alias(key) for key in keys],
+        sf.col(POSITION).alias(_MOVED_AT),
+        *ORDER_COLUMNS,
+    )
+    found = values_before(wanted, known_values(changes, keys, columns, earlier), keys, columns)
+    filled = changes.join(found, list(ORDER_COLUMNS), "left")
+    for name, literal in columns:
+        value = sf.col(_FOUND + name)
+        still = sf.col(name).eqNullSafe(literal) & value.isNotNull()
+        filled = filled.withColumn(name, sf.when(still, value["v"]).otherwise(sf.col(name)))
+    return filled.drop(*[_FOUND + name for name, _ in columns])
+
+
+def moved_rows(
+    changes: DataFrame,
+    keys: Sequence[str],
+    columns: Sequence[tuple[str, Column]],
+    *,
+    earlier: DataFrame | None,
+) -> DataFrame:
+    """The values of rows whose key changed, as of their key-change delete.
+
+    Rows ``(keys…, _cdc_known_at, columns…)`` for :func:`fill_from_old_keys` in a later
+    batch, where the new key's create may land when the delete ended this one (SCD1 target
+    rows do not outlive their delete). A value found nowhere is the placeholder; a row with
+    no value found is left out.
+    """
+    wanted = changes.where(sf.col(KEY_MOVED)).select(
+        *keys, sf.col(POSITION).alias(_MOVED_AT), *ORDER_COLUMNS
+    )
+    found = values_before(wanted, known_values(changes, keys, columns, earlier), keys, columns)
+    moved = wanted.join(found, list(ORDER_COLUMNS))
+    values = [
+        sf.coalesce(sf.col(_FOUND + name)["v"], literal).alias(name) for name, literal in columns
+    ]
+    found_at = [sf.col(_FOUND + name)["at"] for name, _ in columns]
+    known_at = sf.greatest(*found_at) if len(found_at) > 1 else found_at[0]
+    rows = moved.select(*keys, known_at.alias(KNOWN_AT), *values)
+    names = [KNOWN_AT, *(name for name, _ in columns)]
+    latest = sf.max_by(sf.struct(*names), sf.col(KNOWN_AT)).alias("_cdc_latest")
+    return rows.groupBy(*keys).agg(latest).select(*keys, "_cdc_latest.*")
+
+
+def known_values(
+    changes: DataFrame,
+    keys: Sequence[str],
+    columns: Sequence[tuple[str, Column]],
+    earlier: DataFrame | None,
+) -> DataFrame:
+    """The batch's row images (c, u, r) and ``earlier``'s, as ``(keys…, _cdc_known_at,
+    columns…)``."""
+    names = [name for name, _ in columns]
+    known = changes.where(sf.col(OP).isin("c", "u", "r")).select(
+        *keys, sf.col(POSITION).alias(KNOWN_AT), *names
+    )
+    return known if earlier is None else known.unionByName(earlier.select(*keys, KNOWN_AT, *names))
+
+
+def values_before(
+    wanted: DataFrame,
+    known: DataFrame,
+    keys: Sequence[str],
+    columns: Sequence[tuple[str, Column]],
+) -> DataFrame:
+    """Per wanted row (its Kafka coordinates; its key; ``_cdc_moved_at``): each column's
+    latest known value before ``_cdc_moved_at`` that is not the placeholder, as a struct
+    ``_cdc_found_<name>`` holding ``v`` and its position ``at`` (null when there is none)."""
+    matched = wanted.join(known, list(keys)).where(sf.col(KNOWN_AT) < sf.col(_MOVED_AT))
+    found = [
+        sf.max_by(
+            sf.struct(sf.col(name).alias("v"), sf.col(KNOWN_AT).alias("at")),
+            sf.when(~sf.col(name).eqNullSafe(literal), sf.col(KNOWN_AT)),
+        ).alias(_FOUND + name)
+        for name, literal in columns
+    ]
+    return matched.groupBy(*ORDER_COLUMNS).agg(*found)
 
 
 def versions(changes: DataFrame, keys: Sequence[str]) -> DataFrame:

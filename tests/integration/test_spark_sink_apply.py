@@ -294,6 +294,66 @@ def test_unchanged_toast_values_keep_the_value_delta_already_has(
     assert "__debezium_unavailable_value" not in str(delta_rows(spark, path, ["big"]))
 
 
+def test_a_key_change_keeps_the_toasted_value_of_the_old_key(
+    capture: CaptureHarness, spark: SparkSession, tmp_path: Path
+) -> None:
+    """Under REPLICA IDENTITY DEFAULT the new key's create carries the placeholder for an
+    untouched TOASTed value; the sink takes the value from the old key's row — whether the
+    delete and the create share a micro-batch or not (two records per micro-batch split every
+    key change below: delete + tombstone, then the create), in SCD1 and SCD2 alike."""
+    table = capture.table("moving")
+    capture.sql(
+        f"CREATE TABLE {table} (id int PRIMARY KEY, n int, big text)",
+        f"ALTER TABLE {table} ALTER COLUMN big SET STORAGE EXTERNAL",
+    )
+    running = capture.start(capture.resource([table]))
+    topic = f"public.{table}"
+    capture.sql(f"INSERT INTO {table} VALUES (1, 0, {BIG_VALUE_SQL}), (2, 0, {BIG_VALUE_SQL})")
+    capture.wait_for_events(topic, lambda events: len(events) >= 2)
+    topics = [f"{capture.name}.{topic}"]
+    servers = capture.kafka.bootstrap_servers
+    whole = sink_resource(bootstrap_servers=servers, topics=topics, workdir=tmp_path / "a")
+    history = sink_resource(
+        bootstrap_servers=servers, topics=topics, workdir=tmp_path / "c", mode="scd2"
+    )
+    for sink in (whole, history):
+        apply_backlog(spark, sink)  # rows 1 and 2 are in the target before their keys change
+    capture.sql(
+        f"UPDATE {table} SET id = 10 WHERE id = 1",  # from the target row
+        f"INSERT INTO {table} VALUES (3, 0, {BIG_VALUE_SQL})",
+        f"UPDATE {table} SET id = 30 WHERE id = 3",  # from the same batch's insert
+        f"UPDATE {table} SET n = 5 WHERE id = 2",  # a placeholder itself
+        f"UPDATE {table} SET id = 20 WHERE id = 2",
+    )
+    events = capture.wait_for_events(topic, lambda events: len(events) >= 13)
+    running.stop()
+    creates = [e for e in events if e.value and e.payload["op"] == "c"]
+    moved = next(e for e in creates if e.payload["after"]["id"] == 10)
+    assert moved.payload["after"]["big"] == "__debezium_unavailable_value"
+    assert "__debezium.oldkey" in moved.headers
+
+    split = sink_resource(
+        bootstrap_servers=servers,
+        topics=topics,
+        workdir=tmp_path / "b",
+        kafka={"bootstrapServers": servers, "maxOffsetsPerTrigger": 2},
+    )
+    apply_backlog(spark, whole)
+    apply_backlog(spark, history)
+    reports = apply_backlog(spark, split)
+
+    assert len(reports) >= len(events) // 2
+    columns = ("id", "n", "big")
+    expected = source_rows(capture, table, columns)
+    assert [row[0] for row in expected] == [10, 20, 30]
+    for sink in (whole, split):
+        path = table_path(sink, f"{capture.name}.{topic}")
+        assert delta_rows(spark, path, columns) == expected
+    current = spark.read.format("delta").load(table_path(history, f"{capture.name}.{topic}"))
+    rows = current.where("_cdc_is_current").select(*columns).collect()
+    assert sorted(tuple(row) for row in rows) == expected
+
+
 def _batches(folder: Path) -> int:
     return len([p for p in folder.iterdir() if p.name.isdigit()])
 
