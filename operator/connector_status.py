@@ -148,8 +148,10 @@ def _from_capture(capture: dict[str, Any], fields: dict[str, Any]) -> ConnectorS
         },
     }
     last_error = str(capture.get("lastError") or "")
-    if phase == "failed":
-        conditions = summary(ready=False, reason="ConnectorFailed", message=last_error)
+    if phase == "failed":  # the engine gave up: only a change (spec, source) can help
+        conditions = summary(
+            ready=False, reason="ConnectorFailed", message=last_error, stalled=True
+        )
     elif kafka_error := str((capture.get("kafka") or {}).get("lastError") or ""):
         conditions = summary(
             ready=False,

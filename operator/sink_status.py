@@ -80,13 +80,16 @@ def _summary(state: str, error: str, suspended: bool) -> list[Condition]:
     if state == "COMPLETED":
         return summary(ready=True, reason="ApplicationCompleted", message="the backlog was applied")
     # FAILED and SUBMISSION_FAILED are terminal for the Spark operator (its retries are spent):
-    # Stalled, so kstatus says Failed as Argo CD says Degraded; FAILING may still be retried.
+    # Stalled, so kstatus says Failed as Argo CD says Degraded. FAILING is retried by the
+    # Spark operator (spec.restartPolicy): in progress, with the error shown.
     if state == "FAILED":
         return summary(
             ready=False, reason="ApplicationFailed", message=error or state, stalled=True
         )
     if state == "FAILING":
-        return summary(ready=False, reason="ApplicationFailed", message=error or state)
+        return summary(
+            ready=False, reason="ApplicationFailing", message=error or state, reconciling=True
+        )
     if state == "SUBMISSION_FAILED":
         return summary(ready=False, reason="SubmissionFailed", message=error or state, stalled=True)
     if state == "PENDING_RERUN":
