@@ -13,6 +13,7 @@ Also reports the capture process's peak RSS.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -20,6 +21,8 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
@@ -92,11 +95,33 @@ def _peak_rss_mb(pid: int) -> float:
     return 0.0
 
 
-def _run_capture(
-    server: postgres.PostgresServer, broker: kafka.KafkaBroker, workdir: Path, target: int
-) -> tuple[float, float, int]:
-    """Seconds from first event to everything acknowledged, peak RSS (MB), events."""
-    config = {
+@dataclass(frozen=True)
+class RunningCapture:
+    """A ``cdcflow capture`` child process and the port of its /status endpoint."""
+
+    process: subprocess.Popen[bytes]
+    status_port: int
+
+    def status(self) -> dict[str, object]:
+        """Its /status document (empty while it does not answer); exits if it died."""
+        if self.process.poll() is not None:
+            raise SystemExit(f"capture exited with {self.process.returncode}")
+        return _status(self.status_port) or {}
+
+    def peak_rss_mb(self) -> float:
+        return _peak_rss_mb(self.process.pid)
+
+
+@contextlib.contextmanager
+def start_capture(
+    server: postgres.PostgresServer,
+    broker: kafka.KafkaBroker,
+    workdir: Path,
+    config: dict[str, str] | None = None,
+) -> Iterator[RunningCapture]:
+    """``cdcflow capture`` on the bench slot and publication, the connector's defaults
+    otherwise (JSON with schemas, offsets in a file), with ``config`` added."""
+    resource = {
         "apiVersion": "cdcflow.io/v1alpha1",
         "kind": "CdcConnector",
         "metadata": {"name": "bench"},
@@ -110,11 +135,12 @@ def _run_capture(
                 "slot.name": "bench",
                 "publication.name": "bench",
                 "snapshot.mode": "never",
+                **(config or {}),
             },
         },
     }
     path = workdir / "connector.yaml"
-    path.write_text(yaml.safe_dump(config))
+    path.write_text(yaml.safe_dump(resource))
     port = free_port()
     env = {
         **os.environ,
@@ -122,24 +148,29 @@ def _run_capture(
         "CDCFLOW_DATABASE_PASSWORD": server.superuser_password,
     }
     command = [
-        sys.executable,
-        "-m",
-        "cdcflow.operator.cli",
-        "capture",
-        "-f",
-        str(path),
-        "--offsets-file",
-        str(workdir / "offsets.json"),
-        "--status-port",
-        str(port),
-        "--log-level",
-        "WARNING",
-    ]
+        sys.executable, "-m", "cdcflow.operator.cli", "capture", "-f", str(path),
+        "--offsets-file", str(workdir / "offsets.json"), "--status-port", str(port),
+        "--log-level", "WARNING",
+    ]  # fmt: skip
     process = subprocess.Popen(command, env=env)
-    first_event = None
     try:
+        running = RunningCapture(process, port)
+        while not running.status().get("connected"):
+            time.sleep(0.05)
+        yield running
+    finally:
+        process.terminate()
+        process.wait(60)
+
+
+def _run_capture(
+    server: postgres.PostgresServer, broker: kafka.KafkaBroker, workdir: Path, target: int
+) -> tuple[float, float, int]:
+    """Seconds from first event to everything acknowledged, peak RSS (MB), events."""
+    first_event = None
+    with start_capture(server, broker, workdir) as capture:
         while True:
-            status = _status(port) or {}
+            status = capture.status()
             streaming = status.get("streaming") or {}
             seen = int(streaming.get("totalEventsSeen", 0)) if isinstance(streaming, dict) else 0
             if first_event is None and seen > 0:
@@ -148,13 +179,8 @@ def _run_capture(
             if isinstance(offset, dict) and int(offset.get("lsn", 0)) >= target:
                 done = time.perf_counter()
                 break
-            if process.poll() is not None:
-                raise SystemExit(f"capture exited with {process.returncode}")
             time.sleep(0.05)
-        rss = _peak_rss_mb(process.pid)
-    finally:
-        process.terminate()
-        process.wait(60)
+        rss = capture.peak_rss_mb()
     assert first_event is not None
     return done - first_event, rss, seen
 
