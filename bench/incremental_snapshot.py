@@ -21,7 +21,8 @@ from pathlib import Path
 
 import psycopg
 
-from cdcflow.capture.engine import Login, build_engine
+from cdcflow.capture.credentials import Login
+from cdcflow.capture.engine import build_engine
 from cdcflow.capture.resource import CdcConnector
 from cdcflow.operator.devservices import kafka, postgres
 

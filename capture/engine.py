@@ -21,8 +21,10 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
 
+from cdcflow.capture import registry
 from cdcflow.capture import snapshot as snapshots
 from cdcflow.capture.config import ConfigError, ConnectorProperties
+from cdcflow.capture.credentials import Login
 from cdcflow.capture.envelope import Framing, context_headers
 from cdcflow.capture.errors import FatalError, RetriableError
 from cdcflow.capture.filters import Filters
@@ -32,7 +34,15 @@ from cdcflow.capture.offsets import FileOffsetStore, MemoryOffsetStore
 from cdcflow.capture.pipeline import Dispatcher, Pipeline
 from cdcflow.capture.resource import CdcConnector, KafkaSpec
 from cdcflow.capture.signalling import Notifications, Signalling
-from cdcflow.capture.spi import Offset, OffsetStore, Sink
+from cdcflow.capture.spi import (
+    Connector,
+    Heartbeats,
+    LogMessages,
+    Offset,
+    OffsetStore,
+    SignalWriter,
+    Sink,
+)
 from cdcflow.capture.stats import Stats
 from cdcflow.capture.stdout_sink import StdoutSink
 from cdcflow.capture.topics import TopicNames
@@ -55,54 +65,6 @@ def retry_delay(attempt: int, wait: float) -> float:
 KAFKA_CA_FILE = "/etc/cdcflow/kafka-ca/ca.crt"
 
 
-@dataclass(frozen=True)
-class Login:
-    """Database credentials; the password never appears in repr or logs."""
-
-    user: str
-    password: str = field(repr=False)
-    #: ``database.sslpassword``: the password of the client key (database.sslkey), if any.
-    ssl_password: str = field(default="", repr=False)
-
-    @classmethod
-    def from_environment(cls, credentials_file: Path | None = None) -> Login:
-        """Read ``CDCFLOW_DATABASE_USER``/``_PASSWORD``/``_SSLPASSWORD`` or a credentials file."""
-        if credentials_file is not None:
-            return cls._from_file(credentials_file)
-        user = os.environ.get("CDCFLOW_DATABASE_USER", "")
-        password = _secret("CDCFLOW_DATABASE_PASSWORD")
-        ssl_password = _secret("CDCFLOW_DATABASE_SSLPASSWORD")
-        if not user:
-            raise ConfigError(
-                "no database user: set CDCFLOW_DATABASE_USER and CDCFLOW_DATABASE_PASSWORD "
-                "(in Kubernetes they come from the credentials Secret), or pass "
-                "--credentials-file with `username:` and `password:` lines"
-            )
-        return cls(user, password, ssl_password)
-
-    @classmethod
-    def _from_file(cls, path: Path) -> Login:
-        import yaml
-
-        try:
-            document = yaml.safe_load(path.read_text())
-        except (OSError, yaml.YAMLError) as error:
-            raise ConfigError(f"cannot read credentials file {path}: {error}") from None
-        if not isinstance(document, dict) or "username" not in document:
-            raise ConfigError(f"{path} must hold `username:` and `password:` entries")
-        return cls(
-            str(document["username"]),
-            str(document.get("password", "")),
-            str(document.get("sslpassword", "")),
-        )
-
-
-def _secret(variable: str) -> str:
-    """An environment secret, or the contents of the file ``<variable>_FILE`` names."""
-    path = os.environ.get(f"{variable}_FILE")
-    return Path(path).read_text().strip() if path else os.environ.get(variable, "")
-
-
 def default_offsets_path(resource: CdcConnector) -> Path:
     root = Path(os.environ.get("CDCFLOW_CACHE", Path.home() / ".cache" / "cdcflow"))
     return root / "offsets" / f"{resource.metadata.namespace}.{resource.metadata.name}.json"
@@ -114,7 +76,8 @@ class Engine:
 
     resource: CdcConnector
     properties: ConnectorProperties
-    connector: Any
+    connector: Connector
+    filters: Filters
     sink: Sink
     offsets: OffsetStore
     stats: Stats
@@ -125,13 +88,14 @@ class Engine:
         """Insert a signal into the signal table unless a row with this id exists (idempotent)."""
         if not self.properties.signal_data_collection:
             raise ConfigError("no signal.data.collection configured")
-        inserted: bool = self.connector.insert_signal(
+        if not isinstance(self.connector, SignalWriter):
+            raise ConfigError(f"the {self.resource.spec.source.kind} connector takes no signals")
+        return self.connector.insert_signal(
             table=self.properties.signal_data_collection,
             signal_id=signal_id,
             signal_type=signal_type,
             data=data,
         )
-        return inserted
 
     def _pipeline(self) -> Pipeline:
         framing = Framing(
@@ -152,7 +116,7 @@ class Engine:
         dispatcher = Dispatcher(
             properties=self.properties,
             framing=framing,
-            filters=self.connector.filters,
+            filters=self.filters,
             sink=self.sink,
             stats=self.stats,
         )
@@ -163,8 +127,12 @@ class Engine:
             properties=self.properties,
             stats=self.stats,
             stop=self.stop,
-            on_heartbeat=self.connector.heartbeat,
-            message_record=self.connector.message_record,
+            on_heartbeat=(
+                self.connector.heartbeat if isinstance(self.connector, Heartbeats) else None
+            ),
+            message_record=(
+                self.connector.message_record if isinstance(self.connector, LogMessages) else None
+            ),
         )
 
     def run(self) -> None:
@@ -240,7 +208,7 @@ class Engine:
             )
             offset = plan.offset
             if plan.stream:  # initial_only opens no slot, as Debezium: it would hold WAL for nobody
-                connector.open_slot(
+                connector.prepare_stream(
                     for_snapshot=plan.snapshot, offset=None if plan.snapshot else offset
                 )
             if plan.snapshot:
@@ -255,7 +223,7 @@ class Engine:
                 finished = True
                 return
             source = connector.streaming(offset)
-            log.info("streaming changes from slot %s", properties.slot_name)
+            log.info("streaming changes")
             pipeline.stream(source)
             stats.phase = "stopped"
             finished = True
@@ -399,11 +367,19 @@ def build_engine(
         server=properties.topic_prefix,
         metric_tags=dict(properties.custom_metric_tags),
     )
-    connector = _postgres_connector(resource, properties, filters, login, host_override)
+    context = registry.ConnectorContext(
+        resource=resource,
+        properties=properties,
+        filters=filters,
+        login=login,
+        host_override=host_override,
+        version=version(),
+    )
     return Engine(
         resource=resource,
         properties=properties,
-        connector=connector,
+        connector=registry.build_connector(context),
+        filters=filters,
         sink=_sink(resource, properties, sink, stats=stats),
         offsets=_offsets(resource, properties, offsets_path),
         stats=stats,
@@ -461,44 +437,6 @@ def kafka_security(spec: KafkaSpec) -> dict[str, str]:
     if tls and spec.tls is not None and spec.tls.ca_secret_name:
         config["ssl.ca.location"] = os.environ.get("CDCFLOW_KAFKA_CA_FILE", KAFKA_CA_FILE)
     return config
-
-
-def _postgres_connector(
-    resource: CdcConnector,
-    properties: ConnectorProperties,
-    filters: Filters,
-    login: Login,
-    host_override: str | None,
-) -> Any:
-    from cdcflow.capture.connectors.postgres.connection import (
-        Endpoint,
-        query_timeout_ms,
-        split_statements,
-    )
-    from cdcflow.capture.connectors.postgres.connector import PostgresConnector
-
-    source = resource.spec.source.postgresql
-    assert source is not None
-    endpoint = Endpoint(
-        host=host_override or source.host,
-        port=source.port,
-        database=source.database,
-        user=login.user,
-        password=login.password,
-        sslmode=properties.database_sslmode
-        if "database.sslmode" in resource.spec.config
-        else source.ssl_mode,
-        sslrootcert=properties.database_sslrootcert,
-        sslcert=properties.database_sslcert,
-        sslkey=properties.database_sslkey,
-        sslpassword=login.ssl_password,
-        keepalives=properties.database_tcp_keep_alive,
-        initial_statements=split_statements(properties.database_initial_statements),
-        query_timeout_ms=query_timeout_ms(properties.database_query_timeout_ms),
-    )
-    return PostgresConnector(
-        endpoint=endpoint, properties=properties, filters=filters, version=version()
-    )
 
 
 def _sink(

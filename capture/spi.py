@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 #: A Kafka Connect schema in its JSON form, e.g. ``{"type": "int32", "optional": False}``.
 ConnectSchema = dict[str, Any]
@@ -243,4 +243,93 @@ class ChunkSource(Protocol):
 
     def delete_signal(self, *, signal_id: str) -> None:
         """Delete a row of the signal table, committed at once."""
+        ...
+
+
+# --------------------------------------------------------------------------------------------
+# The connector contract. The engine speaks to a connector only through these Protocols; what
+# a database lacks (logical decoding messages, say) is an optional capability of its own.
+
+
+class Connector(Protocol):
+    """One database's capture: startup checks, the consistent snapshot and the log reader.
+
+    The engine calls, in order: :meth:`prepare`; :meth:`position_available` for a stored
+    offset; :meth:`prepare_stream` when it will stream (before the snapshot, so snapshot and
+    stream meet exactly); :meth:`snapshot_tables`, :meth:`snapshot` and
+    :meth:`snapshot_offset` when it snapshots; :meth:`streaming`; :meth:`close`.
+    """
+
+    source_schema: ConnectSchema
+    """The Connect schema of the connector's ``source`` block."""
+
+    def prepare(self) -> list[TableId]:
+        """Check the server and the privileges, set up what capture needs; the captured tables."""
+        ...
+
+    def position_available(self, offset: Offset | None) -> bool:
+        """Whether the log still holds the changes after ``offset``."""
+        ...
+
+    def prepare_stream(self, *, for_snapshot: bool, offset: Offset | None) -> None:
+        """Fix the log position streaming starts from (and, ``for_snapshot``, the consistent
+        point the snapshot reads at), before any snapshot row is read."""
+        ...
+
+    def snapshot_tables(self) -> dict[TableId, int]:
+        """The tables the snapshot reads, in snapshot order, with row estimates."""
+        ...
+
+    def snapshot(self, tables: list[TableId]) -> Iterator[RowChange]:
+        """The ``op: r`` rows of ``tables`` at the consistent point."""
+        ...
+
+    def snapshot_offset(self) -> Offset:
+        """Where streaming resumes after the completed snapshot."""
+        ...
+
+    def streaming(self, offset: Offset | None) -> StreamingSource:
+        """The log reader, from ``offset`` (or the position :meth:`prepare_stream` fixed)."""
+        ...
+
+    def chunk_source(self) -> ChunkSource:
+        """Chunk reads and watermark writes for incremental and blocking snapshots."""
+        ...
+
+    def close(self, *, stopping: bool = False) -> None:
+        """Release connections; ``stopping`` is a clean stop (not a restart after a failure)."""
+        ...
+
+
+@runtime_checkable
+class Heartbeats(Protocol):
+    """A connector that acts on each heartbeat (e.g. runs ``heartbeat.action.query``)."""
+
+    def heartbeat(self) -> None: ...
+
+
+@runtime_checkable
+class LogMessages(Protocol):
+    """A connector whose log carries application messages (``op: m`` events)."""
+
+    def message_record(self, message: LogMessage, transaction: dict[str, Any] | None) -> Record:
+        """The Kafka record of one message, in the connector's own format."""
+        ...
+
+
+@runtime_checkable
+class SignalWriter(Protocol):
+    """A connector that can insert a row into its signal table (``CdcSnapshotSignal``)."""
+
+    def insert_signal(self, *, table: str, signal_id: str, signal_type: str, data: str) -> bool:
+        """Insert a signal row, committed at once; False when the id exists already."""
+        ...
+
+
+@runtime_checkable
+class Cleanup(Protocol):
+    """A connector that leaves objects on the server (slots, publications) to drop on delete."""
+
+    def cleanup(self) -> list[str]:
+        """Drop them; what was dropped, e.g. ``["slot orders", "publication orders"]``."""
         ...

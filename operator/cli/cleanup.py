@@ -1,5 +1,6 @@
-"""``cdcflow cleanup``: drop a connector's replication slot and publication (the operator's
-cleanup Job runs this when a CdcConnector with ``cleanupPolicy: Delete`` is deleted)."""
+"""``cdcflow cleanup``: drop what a connector left on the server — PostgreSQL's replication slot
+and publication (the operator's cleanup Job runs this when a CdcConnector with
+``cleanupPolicy: Delete`` is deleted)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import click
 from cdcflow.capture.config import ConfigError
 from cdcflow.capture.errors import CaptureError
 from cdcflow.capture.resource import load_connector
+from cdcflow.capture.spi import Cleanup
 
 
 @click.command()
@@ -27,14 +29,15 @@ from cdcflow.capture.resource import load_connector
     help="YAML with `username:` and `password:`. Default: CDCFLOW_DATABASE_USER/_PASSWORD.",
 )
 def cleanup(path: Path, credentials_file: Path | None) -> None:
-    """Drop the connector's replication slot and publication. Offsets are kept."""
-    from cdcflow.capture.engine import Login, build_engine
+    """Drop the connector's server-side objects (slot, publication). Offsets are kept."""
+    from cdcflow.capture.credentials import Login
+    from cdcflow.capture.engine import build_engine
 
     try:
         engine = build_engine(
             load_connector(path), login=Login.from_environment(credentials_file), sink="stdout"
         )
-        dropped = engine.connector.drop_slot_and_publication()
+        dropped = engine.connector.cleanup() if isinstance(engine.connector, Cleanup) else []
     except (ConfigError, CaptureError) as error:
         raise click.ClickException(str(error)) from None
     click.echo(f"dropped {', '.join(dropped)}" if dropped else "nothing to drop")

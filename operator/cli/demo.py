@@ -19,7 +19,8 @@ import psycopg
 from rich.console import Console
 from rich.table import Table
 
-from cdcflow.capture.engine import Engine, Login, build_engine
+from cdcflow.capture.credentials import Login
+from cdcflow.capture.engine import Engine, build_engine
 from cdcflow.capture.resource import CdcConnector
 from cdcflow.operator.devservices import kafka, postgres
 

@@ -21,7 +21,8 @@ import orjson
 import pytest
 import yaml
 
-from cdcflow.capture.engine import Engine, Login, build_engine
+from cdcflow.capture.credentials import Login
+from cdcflow.capture.engine import Engine, build_engine
 from cdcflow.capture.resource import CdcConnector
 from cdcflow.operator.devservices.kafka import KafkaBroker
 from cdcflow.operator.devservices.postgres import PostgresServer

@@ -18,7 +18,7 @@ from cdcflow.capture.config import (
     unsupported_reason,
 )
 from cdcflow.capture.connectors.postgres.connection import Endpoint
-from cdcflow.capture.engine import Login
+from cdcflow.capture.credentials import Login
 from cdcflow.capture.mapping import ColumnRule
 from cdcflow.capture.resource import parse_connector
 from cdcflow.capture.spi import TableId

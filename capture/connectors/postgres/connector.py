@@ -1,6 +1,6 @@
 """The PostgreSQL connector: startup checks, publication and slot lifecycle, snapshot, stream.
 
-The coordinator calls :meth:`PostgresConnector.prepare`, then :meth:`open_slot` (which creates
+The engine calls :meth:`PostgresConnector.prepare`, then :meth:`prepare_stream` (which creates
 the slot when missing and, if a snapshot is due, keeps its exported snapshot alive), then
 :meth:`snapshot` and finally :meth:`streaming` on the same replication connection. That order
 is what makes the snapshot and the stream meet exactly at the slot's consistent point.
@@ -288,7 +288,11 @@ class PostgresConnector:
 
     # -- slot, snapshot and stream -----------------------------------------------------------
 
-    def open_slot(self, *, for_snapshot: bool, offset: Offset | None) -> SlotHandle:
+    def prepare_stream(self, *, for_snapshot: bool, offset: Offset | None) -> None:
+        """Open the slot: the snapshot reads at its exported snapshot, streaming starts at it."""
+        self._open_slot(for_snapshot=for_snapshot, offset=offset)
+
+    def _open_slot(self, *, for_snapshot: bool, offset: Offset | None) -> SlotHandle:
         """Connect for replication; create the slot (exporting a snapshot) when it is missing."""
         slot_name = self.properties.slot_name
         state = checks.slot_state(self.conn, slot_name)
@@ -425,7 +429,7 @@ class PostgresConnector:
     def streaming(self, offset: Offset | None) -> PostgresStream:
         """Start replication at ``offset`` (or the slot's position) and return the source."""
         if self._slot is None:
-            self.open_slot(for_snapshot=False, offset=offset)
+            self._open_slot(for_snapshot=False, offset=offset)
         assert self._slot is not None and self._catalog is not None
         resume = int(offset.get("lsn_commit") or offset.get("lsn") or 0) if offset else 0
         start = max(resume, self._slot.start_lsn) if offset is None else resume
@@ -502,7 +506,7 @@ class PostgresConnector:
         )
         return self._chunks
 
-    def drop_slot_and_publication(self) -> list[str]:
+    def cleanup(self) -> list[str]:
         """Remove what the connector left on the server (``cleanupPolicy: Delete``)."""
         dropped = []
         with connect(self.endpoint) as conn:

@@ -1,0 +1,58 @@
+"""The connector registry: ``spec.source.<kind>`` to the module that builds its connector.
+
+Connector modules are imported by name only when a connector of their kind is built, so the
+engine never imports a connector (an import-linter contract holds it to that) and a base
+install without a database driver still runs ``cdcflow --help``. Each connector package has a
+``factory`` module with ``build(context) -> Connector``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Protocol, cast
+
+from cdcflow.capture.config import ConfigError, ConnectorProperties
+from cdcflow.capture.credentials import Login
+from cdcflow.capture.filters import Filters
+from cdcflow.capture.resource import CdcConnector
+from cdcflow.capture.spi import Connector
+
+FACTORIES = {"postgresql": "cdcflow.capture.connectors.postgres.factory"}
+"""The factory module of each ``spec.source`` kind."""
+EXTRAS = {"postgresql": "postgres"}
+"""The pip extra that installs each kind's driver."""
+
+
+@dataclass(frozen=True)
+class ConnectorContext:
+    """Everything a connector is built from."""
+
+    resource: CdcConnector
+    properties: ConnectorProperties
+    filters: Filters
+    login: Login
+    version: str
+    host_override: str | None = None
+
+
+class Factory(Protocol):
+    """A connector package's ``factory`` module."""
+
+    def build(self, context: ConnectorContext) -> Connector: ...
+
+
+def build_connector(context: ConnectorContext) -> Connector:
+    """The connector of ``context.resource``'s source kind."""
+    kind = context.resource.spec.source.kind
+    module = FACTORIES.get(kind)
+    if module is None:
+        raise ConfigError(f"no connector for spec.source.{kind}; known: {', '.join(FACTORIES)}")
+    try:
+        factory = cast(Factory, importlib.import_module(module))
+    except ModuleNotFoundError as missing:
+        raise ConfigError(
+            f"the {kind} connector needs {missing.name}, which is not installed: "
+            f"pip install 'cdcflow[{EXTRAS.get(kind, kind)}]'"
+        ) from None
+    return factory.build(context)

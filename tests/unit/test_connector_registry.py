@@ -1,0 +1,49 @@
+"""Connectors are chosen by the source kind and loaded by name; a missing driver says which
+extra installs it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from cdcflow.capture import registry
+from cdcflow.capture.config import ConfigError
+from cdcflow.capture.credentials import Login
+from cdcflow.capture.filters import Filters
+from cdcflow.capture.resource import parse_connector
+from cdcflow.capture.spi import Cleanup, Heartbeats, LogMessages, SignalWriter
+
+
+def _context() -> registry.ConnectorContext:
+    resource = parse_connector(
+        {
+            "apiVersion": "cdcflow.io/v1alpha1",
+            "kind": "CdcConnector",
+            "metadata": {"name": "shop"},
+            "spec": {"source": {"postgresql": {"host": "h", "database": "d"}}},
+        }
+    )
+    properties = resource.properties()
+    return registry.ConnectorContext(
+        resource=resource,
+        properties=properties,
+        filters=Filters.from_properties(properties),
+        login=Login("u", "p"),
+        version="test",
+    )
+
+
+def test_the_postgresql_source_builds_the_postgresql_connector_with_its_capabilities() -> None:
+    connector: Any = registry.build_connector(_context())
+    assert type(connector).__name__ == "PostgresConnector"
+    for capability in (Heartbeats, LogMessages, SignalWriter, Cleanup):
+        assert isinstance(connector, capability), capability.__name__
+
+
+def test_a_connector_whose_driver_is_missing_names_the_extra_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(registry.FACTORIES, "postgresql", "cdcflow_missing_driver.factory")
+    with pytest.raises(ConfigError, match=r"pip install 'cdcflow\[postgres\]'"):
+        registry.build_connector(_context())
