@@ -1,29 +1,31 @@
 """Connector properties: the Debezium options a CdcConnector carries in ``spec.config``.
 
-Options use Debezium's property names so an existing Debezium configuration moves over
-unchanged; unknown names are rejected with the valid ones listed, and 1.x names
-(``database.server.name``, ``database.history.*``) are accepted as deprecated aliases with a
-warning. Credentials never appear here: they come from a Secret (in a pod, as environment
-variables) or, locally, from the environment or a file. The resource around these properties
-is modelled in :mod:`cdcflow.capture.resource`.
+:class:`EngineProperties` holds what every connector shares (topics, filters, snapshot
+switches, heartbeats, signals, notifications, Kafka and retries); each connector's model
+subclasses it with its own options (``cdcflow.capture.connectors.<kind>.properties``) and its
+own refusals, so a property of another database is unknown. Options use Debezium's property
+names so an existing Debezium configuration moves over unchanged; unknown names are rejected
+with the valid ones listed, and 1.x names (``database.server.name``, …) are accepted as
+deprecated aliases with a warning. Credentials never appear here: they come from a Secret (in
+a pod, as environment variables) or, locally, from the environment or a file. The resource
+around these properties is modelled in :mod:`cdcflow.capture.resource`.
 """
 
 from __future__ import annotations
 
 import difflib
+import importlib
 import logging
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
     ValidationError,
-    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -35,15 +37,14 @@ from cdcflow.capture.notify_http import check_url
 log = logging.getLogger(__name__)
 
 OVERRIDES_PREFIX = "snapshot.select.statement.overrides."
-DEPRECATED_ALIASES = {
-    "database.server.name": "topic.prefix",
-    "toasted.value.placeholder": "unavailable.value.placeholder",
-    "database.history.kafka.topic": "schema.history.internal.kafka.topic",
-    "database.history.kafka.bootstrap.servers": "schema.history.internal.kafka.bootstrap.servers",
-    "internal.legacy.snapshot.max.threads": "legacy.snapshot.max.threads",
-}
+DEPRECATED_ALIASES: Mapping[str, str] = MappingProxyType(
+    {
+        "database.server.name": "topic.prefix",
+        "toasted.value.placeholder": "unavailable.value.placeholder",
+    }
+)
 SECRET_PROPERTIES = ("database.password", "database.user", "database.sslpassword")
-_JAVA_ONLY = "it names a Java class, and cdcflow runs no Java code"
+JAVA_ONLY = "it names a Java class, and cdcflow runs no Java code"
 #: Debezium's ``Configuration.PASSWORD_PATTERN``: keys whose values its logs mask by default.
 PASSWORD_PATTERN = (
     r".*secret$|.*password$|.*sasl\.jaas\.config$|.*basic\.auth\.user\.info|"
@@ -56,51 +57,26 @@ TOPIC_NAMING_STRATEGIES = (
     "io.debezium.schema.SchemaTopicNamingStrategy",
     "io.debezium.schema.DefaultTopicNamingStrategy",
 )
-#: ``replica.identity.autoset.values`` entries, as Debezium's ``REPLICA_AUTO_SET_PATTERN``.
-REPLICA_IDENTITY_ENTRY = re.compile(
-    r"^\s*(?P<table>[^\s:]+):(?P<identity>DEFAULT|INDEX (?P<index>.\w*)|FULL|NOTHING)\s*$",
-    re.IGNORECASE,
-)
 _INTERNAL = "it tunes an internal mechanism of Debezium's Java runtime that cdcflow does not have"
-#: Debezium PostgreSQL properties cdcflow recognises and deliberately refuses, with the reason
-#: (an entry ending in ``.`` covers every property under that prefix).
+#: Debezium properties cdcflow recognises and deliberately refuses for every connector, with the
+#: reason (an entry ending in ``.`` covers every property under that prefix).
 UNSUPPORTED_PROPERTIES: Mapping[str, str] = MappingProxyType(
     {
         "snapshot.custom.class": (
-            f"{_JAVA_ONLY} (a Snapshotter). Use snapshot.mode (initial, always, no_data, "
+            f"{JAVA_ONLY} (a Snapshotter). Use snapshot.mode (initial, always, no_data, "
             "initial_only, when_needed), snapshot.include.collection.list, "
             "snapshot.select.statement.overrides.<schema>.<table> and snapshot.locking.mode"
         ),
         "snapshot.mode.custom.name": (
-            f"{_JAVA_ONLY} (a Snapshotter). Use snapshot.mode (initial, always, no_data, "
+            f"{JAVA_ONLY} (a Snapshotter). Use snapshot.mode (initial, always, no_data, "
             "initial_only, when_needed) and snapshot.include.collection.list"
         ),
         "snapshot.locking.mode.custom.name": (
-            f"{_JAVA_ONLY} (a SnapshotLock). Use snapshot.locking.mode=shared or none"
+            f"{JAVA_ONLY} (a SnapshotLock). Use snapshot.locking.mode=shared or none"
         ),
         "snapshot.query.mode.custom.name": (
-            f"{_JAVA_ONLY} (a SnapshotQuery). Use snapshot.query.mode=select_all with "
+            f"{JAVA_ONLY} (a SnapshotQuery). Use snapshot.query.mode=select_all with "
             "snapshot.select.statement.overrides.<schema>.<table>"
-        ),
-        "database.sslfactory": (
-            f"{_JAVA_ONLY} (an SSLSocketFactory); cdcflow connects with libpq. Use "
-            "database.sslmode, database.sslrootcert, database.sslcert and database.sslkey"
-        ),
-        "database.include.list": (
-            "a PostgreSQL connector captures the one database of spec.source.postgresql "
-            "(Debezium's PostgreSQL connector matches it against table ids that carry no "
-            "database name, so an include list leaves the stream empty). Use "
-            "schema.include.list / table.include.list"
-        ),
-        "database.exclude.list": (
-            "a PostgreSQL connector captures the one database of spec.source.postgresql; to "
-            "capture another, run another connector. Use schema.exclude.list / "
-            "table.exclude.list to leave tables out"
-        ),
-        "snapshot.max.threads.multiplier": (
-            "Debezium's chunked parallel snapshot splits tables into key ranges; cdcflow reads "
-            "whole tables on snapshot.max.threads connections of one exported snapshot (the "
-            "legacy.snapshot.max.threads=true way). Raise snapshot.max.threads instead"
         ),
         "openlineage.integration.": (
             "OpenLineage events come from Debezium's Java OpenLineage client, which cdcflow "
@@ -135,66 +111,15 @@ UNSUPPORTED_PROPERTIES: Mapping[str, str] = MappingProxyType(
         ),
     }
 )
-#: Prometheus label names the exporter uses itself, so custom.metric.tags may not.
-RESERVED_METRIC_LABELS = frozenset({"server", "table"})
-METRIC_LABEL = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
-_CUSTOM_NAMES = {
-    "snapshot_locking_mode": "snapshot.locking.mode.custom.name",
-    "snapshot_query_mode": "snapshot.query.mode.custom.name",
-}
 
 
 class ConfigError(ValueError):
     """The configuration is wrong; the message says what and how to fix it."""
 
 
-#: The heartbeat interval Debezium falls back to under ``lsn.flush.mode=connector_and_driver``.
-CONNECTOR_AND_DRIVER_HEARTBEAT_MS = 600000
-
-
-@dataclass(frozen=True)
-class ReplicaIdentityRule:
-    """One ``replica.identity.autoset.values`` entry: a table regex and the identity it gets.
-
-    ``identity`` is what ``ALTER TABLE … REPLICA IDENTITY`` takes and what Debezium compares
-    the current one with: ``DEFAULT``, ``FULL``, ``NOTHING`` or ``USING INDEX <name>``.
-    """
-
-    table: str
-    identity: str
-
-    def matches(self, table: str) -> bool:
-        """Whether ``table`` (``schema.table``) fully matches, case-insensitively."""
-        return re.fullmatch(self.table, table, re.IGNORECASE) is not None
-
-    @property
-    def index(self) -> str | None:
-        """The index name of a ``USING INDEX`` identity."""
-        prefix = "USING INDEX "
-        return self.identity.removeprefix(prefix) if self.identity.startswith(prefix) else None
-
-
-def parse_replica_identities(text: str) -> tuple[ReplicaIdentityRule, ...]:
-    """``replica.identity.autoset.values``: ``<table regex>:<identity>`` entries, comma
-    separated, each identity ``DEFAULT``, ``FULL``, ``NOTHING`` or ``INDEX <name>``."""
-    if not text.strip():
-        raise ValueError("replica.identity.autoset.values must not be empty")
-    rules = []
-    for entry in text.split(","):
-        found = REPLICA_IDENTITY_ENTRY.match(entry)
-        if found is None:
-            raise ValueError(
-                f"replica.identity.autoset.values entry {entry.strip()!r} is not "
-                "<schema>.<table>:<DEFAULT|FULL|NOTHING|INDEX name>"
-            )
-        try:
-            re.compile(found["table"])
-        except re.error as error:
-            raise ValueError(f"{found['table']!r} is not a regular expression: {error}") from None
-        index = found["index"]
-        identity = f"USING INDEX {index}" if index else found["identity"].upper()
-        rules.append(ReplicaIdentityRule(found["table"], identity))
-    return tuple(rules)
+#: Prometheus label names the exporter uses itself, so custom.metric.tags may not.
+RESERVED_METRIC_LABELS = frozenset({"server", "table"})
+METRIC_LABEL = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 
 
 def _csv(value: object) -> tuple[str, ...]:
@@ -219,10 +144,22 @@ _PATTERN_LISTS = (
 )
 
 
-class ConnectorProperties(BaseModel):
-    """Debezium connector properties understood by cdcflow, under their Debezium names."""
+class EngineProperties(BaseModel):
+    """The Debezium properties every connector shares, under their Debezium names.
+
+    Subclasses add a connector's own options and set the class-level tables below.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=False)
+
+    source_kind: ClassVar[str] = ""
+    """``spec.source.<kind>`` of the connector the model belongs to."""
+    unsupported: ClassVar[Mapping[str, str]] = UNSUPPORTED_PROPERTIES
+    """Recognised properties refused with a reason (entries ending in ``.`` are prefixes)."""
+    aliases: ClassVar[Mapping[str, str]] = DEPRECATED_ALIASES
+    """Deprecated names and the properties they stand for."""
+    docs_page: ClassVar[str] = "docs/postgresql.md"
+    """Where the connector's properties are documented."""
 
     topic_prefix: str = Field(
         alias="topic.prefix",
@@ -232,25 +169,6 @@ class ConnectorProperties(BaseModel):
     topic_delimiter: str = Field(
         ".", alias="topic.delimiter", description="Separator in topic names."
     )
-    plugin_name: Literal["pgoutput"] = Field("pgoutput", alias="plugin.name")
-    slot_name: str = Field(
-        "debezium", alias="slot.name", pattern=r"^[a-z0-9_]+$", description="Replication slot."
-    )
-    slot_drop_on_stop: bool = Field(False, alias="slot.drop.on.stop")
-    publication_name: str = Field("dbz_publication", alias="publication.name")
-    publication_autocreate_mode: Literal["all_tables", "disabled", "filtered"] = Field(
-        "all_tables", alias="publication.autocreate.mode"
-    )
-    snapshot_mode: Literal[
-        "initial",
-        "always",
-        "never",
-        "no_data",
-        "initial_only",
-        "when_needed",
-        "exported",
-        "configuration_based",
-    ] = Field("initial", alias="snapshot.mode")
     snapshot_include_collection_list: tuple[str, ...] = Field(
         (), alias="snapshot.include.collection.list"
     )
@@ -278,14 +196,9 @@ class ConnectorProperties(BaseModel):
     time_precision_mode: Literal["adaptive", "adaptive_time_microseconds", "connect"] = Field(
         "adaptive", alias="time.precision.mode"
     )
-    hstore_handling_mode: Literal["json", "map"] = Field("json", alias="hstore.handling.mode")
-    interval_handling_mode: Literal["numeric", "string"] = Field(
-        "numeric", alias="interval.handling.mode"
-    )
     binary_handling_mode: Literal["bytes", "base64", "hex"] = Field(
         "bytes", alias="binary.handling.mode"
     )
-    include_unknown_datatypes: bool = Field(False, alias="include.unknown.datatypes")
     unavailable_value_placeholder: str = Field(
         "__debezium_unavailable_value", alias="unavailable.value.placeholder"
     )
@@ -303,7 +216,6 @@ class ConnectorProperties(BaseModel):
         "heartbeat.topics.prefix when set, as in Debezium 2.x and later.",
     )
     heartbeat_action_query: str = Field("", alias="heartbeat.action.query")
-    status_update_interval_ms: int = Field(10000, alias="status.update.interval.ms", gt=0)
     max_queue_size: int = Field(8192, alias="max.queue.size", gt=0)
     max_batch_size: int = Field(2048, alias="max.batch.size", gt=0)
     max_queue_size_in_bytes: int = Field(0, alias="max.queue.size.in.bytes", ge=0)
@@ -351,47 +263,20 @@ class ConnectorProperties(BaseModel):
     topic_creation_default_replication_factor: int = Field(
         1, alias="topic.creation.default.replication.factor", gt=0
     )
-    database_sslmode: Literal[
-        "disable", "allow", "prefer", "require", "verify-ca", "verify-full"
-    ] = Field("prefer", alias="database.sslmode")
-    database_sslrootcert: str = Field("", alias="database.sslrootcert")
     database_initial_statements: str = Field("", alias="database.initial.statements")
-    database_sslcert: str = Field(
-        "", alias="database.sslcert", description="Client certificate file (libpq sslcert)."
-    )
-    database_sslkey: str = Field(
-        "", alias="database.sslkey", description="Client private key file (libpq sslkey)."
-    )
-    database_tcp_keep_alive: bool = Field(
-        True, alias="database.tcpKeepAlive", description="TCP keepalives (libpq keepalives)."
-    )
-    money_fraction_digits: int = Field(
-        2, alias="money.fraction.digits", ge=0, le=1000, description="Scale of money decimals."
-    )
     column_propagate_source_type: tuple[str, ...] = Field((), alias="column.propagate.source.type")
     datatype_propagate_source_type: tuple[str, ...] = Field(
         (), alias="datatype.propagate.source.type"
     )
     field_name_adjustment_mode: AdjustmentMode = Field("none", alias="field.name.adjustment.mode")
     schema_name_adjustment_mode: AdjustmentMode = Field("none", alias="schema.name.adjustment.mode")
-    schema_refresh_mode: Literal["columns_diff", "columns_diff_exclude_unchanged_toast"] = Field(
-        "columns_diff", alias="schema.refresh.mode"
-    )
-    slot_max_retries: int = Field(6, alias="slot.max.retries", ge=0)
-    slot_retry_delay_ms: int = Field(10000, alias="slot.retry.delay.ms", ge=0)
-    slot_stream_params: str = Field("", alias="slot.stream.params")
-    snapshot_lock_timeout_ms: int = Field(10000, alias="snapshot.lock.timeout.ms", ge=0)
-    snapshot_locking_mode: Literal["none", "shared"] = Field("none", alias="snapshot.locking.mode")
-    snapshot_query_mode: Literal["select_all"] = Field("select_all", alias="snapshot.query.mode")
     snapshot_max_threads: int = Field(1, alias="snapshot.max.threads", gt=0)
-    publish_via_partition_root: bool = Field(False, alias="publish.via.partition.root")
     skip_messages_without_change: bool = Field(False, alias="skip.messages.without.change")
     query_fetch_size: int = Field(0, alias="query.fetch.size", ge=0)
     incremental_snapshot_allow_schema_changes: bool = Field(
         False, alias="incremental.snapshot.allow.schema.changes"
     )
     custom_metric_tags: dict[str, str] = Field(default_factory=dict, alias="custom.metric.tags")
-    xmin_fetch_interval_ms: int = Field(0, alias="xmin.fetch.interval.ms", ge=0)
     notification_http_url: str = Field("", alias="notification.http.url")
     notification_http_timeout_ms: int = Field(5000, alias="notification.http.timeout.ms", gt=0)
     notification_http_retries: int = Field(2, alias="notification.http.retries", ge=0)
@@ -412,16 +297,6 @@ class ConnectorProperties(BaseModel):
         "drops a value unless asked to.",
     )
     include_schema_comments: bool = Field(False, alias="include.schema.comments")
-    lsn_flush_mode: Literal["connector", "manual", "connector_and_driver"] | None = Field(
-        None, alias="lsn.flush.mode", description="Default connector (or flush.lsn.source)."
-    )
-    flush_lsn_source: bool | None = Field(
-        None, alias="flush.lsn.source", description="Deprecated: use lsn.flush.mode."
-    )
-    lsn_flush_timeout_ms: int = Field(30000, alias="lsn.flush.timeout.ms", gt=0)
-    lsn_flush_timeout_action: Literal["fail", "warn", "ignore"] = Field(
-        "fail", alias="lsn.flush.timeout.action"
-    )
     snapshot_mode_configuration_based_snapshot_data: bool = Field(
         False, alias="snapshot.mode.configuration.based.snapshot.data"
     )
@@ -442,9 +317,6 @@ class ConnectorProperties(BaseModel):
     snapshot_tables_order_by_row_count: Literal["ascending", "descending", "disabled"] = Field(
         "disabled", alias="snapshot.tables.order.by.row.count"
     )
-    snapshot_isolation_mode: Literal[
-        "serializable", "repeatable_read", "read_committed", "read_uncommitted"
-    ] = Field("serializable", alias="snapshot.isolation.mode")
     connection_validation_timeout_ms: int = Field(
         60000, alias="connection.validation.timeout.ms", gt=0
     )
@@ -458,10 +330,7 @@ class ConnectorProperties(BaseModel):
     signal_emit_failure_backoff_ms: int = Field(10000, alias="signal.emit.failure.backoff.ms", gt=0)
     signal_poll_interval_ms: int = Field(5000, alias="signal.poll.interval.ms", gt=0)
     table_ignore_builtin: bool = Field(True, alias="table.ignore.builtin")
-    replica_identity_autoset_values: str | None = Field(
-        None, alias="replica.identity.autoset.values"
-    )
-    slot_failover: bool = Field(False, alias="slot.failover")
+    snapshot_mode: str = Field("initial", alias="snapshot.mode")
     statement_overrides: dict[str, str] = Field(default_factory=dict, exclude=True)
     column_rules: tuple[ColumnRule, ...] = Field((), exclude=True)
 
@@ -506,27 +375,6 @@ class ConnectorProperties(BaseModel):
                 )
         return value
 
-    @field_validator("snapshot_locking_mode", "snapshot_query_mode", mode="before")
-    @classmethod
-    def _no_custom_plugins(cls, value: object, info: ValidationInfo) -> object:
-        if isinstance(value, str) and value.strip().lower() == "custom":
-            named_by = _CUSTOM_NAMES.get(info.field_name or "", "a custom.name property")
-            raise ValueError(
-                f"'custom' loads the Java implementation {named_by} names, which cdcflow "
-                "cannot run; use one of the built-in modes"
-            )
-        return value.strip().lower() if isinstance(value, str) else value
-
-    @field_validator("slot_stream_params")
-    @classmethod
-    def _stream_params(cls, value: str) -> str:
-        if "binary" in parse_stream_params(value, warn=False):
-            raise ValueError(
-                "binary=… would make pgoutput send values in binary; cdcflow decodes the text "
-                "format, leave it out"
-            )
-        return value
-
     @field_validator("topic_naming_strategy")
     @classmethod
     def _default_topic_naming(cls, value: str) -> str:
@@ -548,15 +396,8 @@ class ConnectorProperties(BaseModel):
             raise ValueError(f"{value!r} is not a regular expression: {error}") from None
         return value
 
-    @field_validator("replica_identity_autoset_values")
-    @classmethod
-    def _replica_identities(cls, value: str | None) -> str | None:
-        if value is not None:
-            parse_replica_identities(value)
-        return value
-
     @model_validator(mode="after")
-    def _http_channel_has_a_url(self) -> ConnectorProperties:
+    def _http_channel_has_a_url(self) -> EngineProperties:
         if "http" in self.notification_enabled_channels:
             if not self.notification_http_url.strip():
                 raise ValueError(
@@ -567,12 +408,12 @@ class ConnectorProperties(BaseModel):
         return self
 
     @model_validator(mode="after")
-    def _valid_propagation_regexes(self) -> ConnectorProperties:
+    def _valid_propagation_regexes(self) -> EngineProperties:
         propagation_rules(self.column_propagate_source_type, self.datatype_propagate_source_type)
         return self
 
     @model_validator(mode="after")
-    def _exclusive_lists(self) -> ConnectorProperties:
+    def _exclusive_lists(self) -> EngineProperties:
         for kind in ("schema", "table", "column", "message_prefix"):
             if getattr(self, f"{kind}_include_list") and getattr(self, f"{kind}_exclude_list"):
                 name = kind.replace("_", ".")
@@ -583,11 +424,6 @@ class ConnectorProperties(BaseModel):
         return self
 
     @property
-    def stream_params(self) -> dict[str, str]:
-        """``slot.stream.params`` as pgoutput options."""
-        return parse_stream_params(self.slot_stream_params)
-
-    @property
     def streams(self) -> bool:
         """Whether the connector streams (after its snapshot): not under ``initial_only``, nor
         under ``configuration_based`` without ``….start.stream``."""
@@ -596,33 +432,12 @@ class ConnectorProperties(BaseModel):
         return self.snapshot_mode != "initial_only"
 
     @property
-    def flush_mode(self) -> str:
-        """``lsn.flush.mode``, else the deprecated ``flush.lsn.source`` (true: ``connector``,
-        false: ``manual``), else ``connector``, as Debezium resolves them."""
-        if self.lsn_flush_mode is not None:
-            return self.lsn_flush_mode
-        if self.flush_lsn_source is not None:
-            return "connector" if self.flush_lsn_source else "manual"
-        return "connector"
-
-    @property
     def effective_heartbeat_interval_ms(self) -> int:
-        """``heartbeat.interval.ms``; Debezium sets it to 10 minutes when it is 0 under
-        ``lsn.flush.mode=connector_and_driver`` without transaction metadata."""
-        if (
-            self.flush_mode == "connector_and_driver"
-            and not self.heartbeat_interval_ms
-            and not self.provide_transaction_metadata
-        ):
-            return CONNECTOR_AND_DRIVER_HEARTBEAT_MS
+        """``heartbeat.interval.ms``, or what a connector raises it to for its own needs."""
         return self.heartbeat_interval_ms
 
-    @property
-    def replica_identities(self) -> tuple[ReplicaIdentityRule, ...]:
-        """``replica.identity.autoset.values`` as rules."""
-        if self.replica_identity_autoset_values is None:
-            return ()
-        return parse_replica_identities(self.replica_identity_autoset_values)
+    def warn_deprecated(self) -> None:
+        """Log the deprecations only the parsed values reveal (none here)."""
 
     @property
     def skipped(self) -> frozenset[str]:
@@ -633,19 +448,33 @@ class ConnectorProperties(BaseModel):
         return frozenset(skipped)
 
 
-def known_properties() -> list[str]:
-    """Every property name cdcflow accepts, sorted, for error messages and docs."""
-    names = [field.alias for field in ConnectorProperties.model_fields.values() if field.alias]
-    return sorted([*names, *DEPRECATED_ALIASES, "sanitize.field.names"])
+def known_properties(model: type[EngineProperties]) -> list[str]:
+    """Every property name ``model`` accepts, sorted, for error messages and docs."""
+    names = [field.alias for field in model.model_fields.values() if field.alias]
+    return sorted([*names, *model.aliases, "sanitize.field.names"])
 
 
-def parse_properties(raw: Mapping[str, Any]) -> ConnectorProperties:
+Properties = TypeVar("Properties", bound=EngineProperties)
+
+PROPERTY_MODELS = {"postgresql": "cdcflow.capture.connectors.postgres.properties"}
+"""The module holding each ``spec.source`` kind's model (loaded by name: models import this
+module, and a base install needs no connector to parse its configuration)."""
+
+
+def model_for(kind: str) -> type[EngineProperties]:
+    """The properties model of the connector for ``spec.source.<kind>``."""
+    module = importlib.import_module(PROPERTY_MODELS[kind])
+    model: type[EngineProperties] = module.MODEL
+    return model
+
+
+def parse_properties(raw: Mapping[str, Any], model: type[Properties]) -> Properties:
     """Validate Debezium properties, translating deprecated names and explaining mistakes."""
     values: dict[str, Any] = {}
     overrides: dict[str, str] = {}
     rules: list[ColumnRule] = []
     for name, value in raw.items():
-        _refuse_secret_or_unsupported(name)
+        _refuse_secret_or_unsupported(name, model)
         if name.startswith(OVERRIDES_PREFIX):
             overrides[name.removeprefix(OVERRIDES_PREFIX)] = str(value)
             continue
@@ -653,27 +482,23 @@ def parse_properties(raw: Mapping[str, Any]) -> ConnectorProperties:
         if rule is not None:
             rules.append(rule)
             continue
-        if name in DEPRECATED_ALIASES:
-            log.warning("property %s is deprecated; use %s", name, DEPRECATED_ALIASES[name])
-            name = DEPRECATED_ALIASES[name]
+        if name in model.aliases:
+            log.warning("property %s is deprecated; use %s", name, model.aliases[name])
+            name = model.aliases[name]
         values[name] = value
     _sanitize_field_names(values)
-    _reject_unknown(values)
+    _reject_unknown(values, model)
     try:
-        properties = ConnectorProperties.model_validate({**values, "statement_overrides": {}})
+        properties = model.model_validate({**values, "statement_overrides": {}})
     except ValidationError as error:
         raise ConfigError(explain(error)) from None
-    if properties.flush_lsn_source is not None and properties.lsn_flush_mode is None:
-        log.warning(
-            "property flush.lsn.source is deprecated; use lsn.flush.mode=%s",
-            properties.flush_mode,
-        )
+    properties.warn_deprecated()
     return properties.model_copy(
         update={"statement_overrides": _listed(properties, overrides), "column_rules": tuple(rules)}
     )
 
 
-def _refuse_secret_or_unsupported(name: str) -> None:
+def _refuse_secret_or_unsupported(name: str, model: type[EngineProperties]) -> None:
     """Credentials never come from the configuration; unsupported properties say why."""
     if name == "database.sslpassword":
         raise ConfigError(
@@ -687,14 +512,14 @@ def _refuse_secret_or_unsupported(name: str) -> None:
             "(spec.source.*.credentials) or, locally, CDCFLOW_DATABASE_USER/"
             "CDCFLOW_DATABASE_PASSWORD or --credentials-file."
         )
-    reason = unsupported_reason(name)
+    reason = unsupported_reason(name, model)
     if reason is not None:
         raise ConfigError(f"`{name}` is not supported by cdcflow: {reason}")
 
 
-def unsupported_reason(name: str) -> str | None:
+def unsupported_reason(name: str, model: type[EngineProperties]) -> str | None:
     """Why cdcflow refuses ``name``, when it is a recognised but unsupported property."""
-    for entry, reason in UNSUPPORTED_PROPERTIES.items():
+    for entry, reason in model.unsupported.items():
         if name == entry or (entry.endswith(".") and name.startswith(entry)):
             return reason
     return None
@@ -737,22 +562,7 @@ def parse_metric_tags(text: str) -> dict[str, str]:
     return tags
 
 
-def parse_stream_params(text: str, *, warn: bool = True) -> dict[str, str]:
-    """``slot.stream.params``: ``a=b;c=d``; a malformed entry is skipped with a warning, as in
-    Debezium (whose ``String.split`` also drops trailing empty parts: ``a=`` is malformed)."""
-    params: dict[str, str] = {}
-    for entry in filter(None, text.split(";")):
-        parts = entry.split("=")
-        while parts and not parts[-1]:
-            parts.pop()
-        if len(parts) == 2:
-            params[parts[0]] = parts[1]
-        elif warn:
-            log.warning("The following slot.stream.params value is invalid: %s", entry)
-    return params
-
-
-def _listed(properties: ConnectorProperties, overrides: Mapping[str, str]) -> dict[str, str]:
+def _listed(properties: EngineProperties, overrides: Mapping[str, str]) -> dict[str, str]:
     """The override statements of the tables ``snapshot.select.statement.overrides`` lists.
 
     Debezium reads a companion property only for a listed table, so an unlisted one is
@@ -777,8 +587,8 @@ def _listed(properties: ConnectorProperties, overrides: Mapping[str, str]) -> di
     return {table: statement for table, statement in overrides.items() if table in listed}
 
 
-def _reject_unknown(values: Mapping[str, Any]) -> None:
-    known = set(known_properties())
+def _reject_unknown(values: Mapping[str, Any], model: type[EngineProperties]) -> None:
+    known = set(known_properties(model))
     unknown = [name for name in values if name not in known]
     if not unknown:
         return
@@ -788,7 +598,7 @@ def _reject_unknown(values: Mapping[str, Any]) -> None:
         hints.append(f"`{name}`" + (f" (did you mean `{close[0]}`?)" if close else ""))
     raise ConfigError(
         f"unknown connector propert{'y' if len(unknown) == 1 else 'ies'}: {', '.join(hints)}. "
-        "Every property is listed in docs/postgresql.md (Properties)."
+        f"Every property is listed in {model.docs_page} (Properties)."
     )
 
 

@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from cdcflow.capture import registry
 from cdcflow.capture import snapshot as snapshots
-from cdcflow.capture.config import ConfigError, ConnectorProperties
+from cdcflow.capture.config import ConfigError, EngineProperties
 from cdcflow.capture.credentials import Login
 from cdcflow.capture.envelope import Framing, context_headers
 from cdcflow.capture.errors import FatalError, RetriableError
@@ -75,7 +75,7 @@ class Engine:
     """One connector's running parts."""
 
     resource: CdcConnector
-    properties: ConnectorProperties
+    properties: EngineProperties
     connector: Connector
     filters: Filters
     sink: Sink
@@ -322,7 +322,7 @@ class Engine:
         return offset
 
 
-def _configuration_based(properties: ConnectorProperties) -> snapshots.ConfigurationBased:
+def _configuration_based(properties: EngineProperties) -> snapshots.ConfigurationBased:
     """The ``snapshot.mode.configuration.based.*`` switches."""
     return snapshots.ConfigurationBased(
         snapshot_data=properties.snapshot_mode_configuration_based_snapshot_data,
@@ -393,7 +393,7 @@ def masked_configuration(raw: Mapping[str, Any], pattern: str) -> dict[str, str]
     return {name: "********" if masked.fullmatch(name) else str(raw[name]) for name in sorted(raw)}
 
 
-def log_configuration(resource: CdcConnector, properties: ConnectorProperties) -> None:
+def log_configuration(resource: CdcConnector, properties: EngineProperties) -> None:
     """Log the connector's configuration at start, as Debezium does, masked by
     ``custom.sanitize.pattern``; and the heartbeat ``lsn.flush.mode`` adds."""
     log.info("Starting connector %s with configuration:", resource.metadata.name)
@@ -440,7 +440,7 @@ def kafka_security(spec: KafkaSpec) -> dict[str, str]:
 
 
 def _sink(
-    resource: CdcConnector, properties: ConnectorProperties, kind: SinkKind, *, stats: Stats
+    resource: CdcConnector, properties: EngineProperties, kind: SinkKind, *, stats: Stats
 ) -> Sink:
     if kind == "stdout":
         return StdoutSink()
@@ -470,7 +470,7 @@ def offset_store(resource: CdcConnector, path: Path | None = None) -> OffsetStor
 
 
 def _offsets(
-    resource: CdcConnector, properties: ConnectorProperties, path: Path | None
+    resource: CdcConnector, properties: EngineProperties, path: Path | None
 ) -> OffsetStore:
     spec = resource.spec.offsets
     name, server = resource.metadata.name, properties.topic_prefix

@@ -10,7 +10,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from cdcflow.capture.config import ConnectorProperties
+from cdcflow.capture.config import EngineProperties
 from cdcflow.capture.spi import TableId
 
 SYSTEM_SCHEMAS = frozenset({"pg_catalog", "information_schema", "pg_toast"})
@@ -51,7 +51,7 @@ class Filters:
     renamed: dict[tuple[TableId, str], str] = field(default_factory=dict, compare=False)
 
     @classmethod
-    def from_properties(cls, properties: ConnectorProperties) -> Filters:
+    def from_properties(cls, properties: EngineProperties) -> Filters:
         return cls(
             schema_include=_compile(properties.schema_include_list),
             schema_exclude=_compile(properties.schema_exclude_list),

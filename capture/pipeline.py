@@ -15,10 +15,10 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, assert_never
 
 from cdcflow.capture import faults
-from cdcflow.capture.config import ConnectorProperties
+from cdcflow.capture.config import EngineProperties
 from cdcflow.capture.envelope import Framing, SideRecords, TableSerializer
 from cdcflow.capture.filters import Filters
 from cdcflow.capture.signalling import Signalling
@@ -87,7 +87,7 @@ class Dispatcher:
     def __init__(
         self,
         *,
-        properties: ConnectorProperties,
+        properties: EngineProperties,
         framing: Framing,
         filters: Filters,
         sink: Sink,
@@ -215,7 +215,7 @@ class Pipeline:
         dispatcher: Dispatcher,
         sink: Sink,
         offsets: OffsetStore,
-        properties: ConnectorProperties,
+        properties: EngineProperties,
         stats: Stats,
         stop: threading.Event,
         on_heartbeat: Callable[[], None] | None = None,
@@ -260,18 +260,22 @@ class Pipeline:
         if signalling is not None:
             signalling.start()
         for event in source.events():
-            kind = type(event)
-            if kind is RowChange:
-                dispatcher.row(event)  # type: ignore[arg-type]
-            elif kind is TxCommit:
-                dispatcher.commit(event)  # type: ignore[arg-type]
-                pending = event.offset  # type: ignore[union-attr]
-            elif kind is TxBegin:
-                dispatcher.begin(event)  # type: ignore[arg-type]
-            elif kind is Idle:
-                pending = event.offset or pending  # type: ignore[union-attr]
-            else:
-                self._rare(event)
+            match event:  # exhaustive: a new event type fails mypy here, never drops silently
+                case RowChange():
+                    dispatcher.row(event)
+                case TxCommit():
+                    dispatcher.commit(event)
+                    pending = event.offset
+                case TxBegin():
+                    dispatcher.begin(event)
+                case Idle():
+                    pending = event.offset or pending
+                case Truncate():
+                    dispatcher.truncate(event)
+                case LogMessage():
+                    self._message(event)
+                case _:
+                    assert_never(event)
             now = time.monotonic()
             # Durability work (a producer flush, an offsets write) runs on the
             # offset.flush.interval.ms cadence only, never per keepalive or per transaction:
@@ -290,11 +294,10 @@ class Pipeline:
         if pending is not None:
             self.commit(pending, source)
 
-    def _rare(self, event: object) -> None:
-        if isinstance(event, Truncate):
-            self._dispatcher.truncate(event)
-        elif isinstance(event, LogMessage) and self._message_record is not None:
-            self._dispatcher.message(event, self._message_record)
+    def _message(self, event: LogMessage) -> None:
+        if self._message_record is None:
+            raise TypeError("the connector yields log messages but does not implement LogMessages")
+        self._dispatcher.message(event, self._message_record)
 
     def _heartbeat(self) -> None:
         self._dispatcher.heartbeat()

@@ -12,7 +12,7 @@ import importlib
 from dataclasses import dataclass
 from typing import Protocol, cast
 
-from cdcflow.capture.config import ConfigError, ConnectorProperties
+from cdcflow.capture.config import ConfigError, EngineProperties
 from cdcflow.capture.credentials import Login
 from cdcflow.capture.filters import Filters
 from cdcflow.capture.resource import CdcConnector
@@ -29,7 +29,7 @@ class ConnectorContext:
     """Everything a connector is built from."""
 
     resource: CdcConnector
-    properties: ConnectorProperties
+    properties: EngineProperties
     filters: Filters
     login: Login
     version: str

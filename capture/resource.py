@@ -17,7 +17,13 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from cdcflow.capture.config import ConfigError, ConnectorProperties, explain, parse_properties
+from cdcflow.capture.config import (
+    ConfigError,
+    EngineProperties,
+    explain,
+    model_for,
+    parse_properties,
+)
 
 API_VERSION = "cdcflow.io/v1alpha1"
 DEFAULT_IMAGE = "ghcr.io/cdcflow/cdcflow:0.1.0"
@@ -260,9 +266,10 @@ class CdcConnector(Spec):
     metadata: Metadata
     spec: ConnectorSpec
 
-    def properties(self) -> ConnectorProperties:
-        """Debezium properties: ``config`` plus the typed fields (setting one twice is an error)."""
-        return parse_properties(self.raw_properties())
+    def properties(self) -> EngineProperties:
+        """Debezium properties: ``config`` plus the typed fields (setting one twice is an error),
+        validated by the source kind's own model."""
+        return parse_properties(self.raw_properties(), model_for(self.spec.source.kind))
 
     def raw_properties(self) -> dict[str, Any]:
         """The properties as configured: ``config`` plus the typed fields, not yet parsed."""

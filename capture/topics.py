@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from cdcflow.capture.config import ConnectorProperties
+from cdcflow.capture.config import EngineProperties
 from cdcflow.capture.errors import FatalError
 from cdcflow.capture.names import NameAdjuster, NameConflictError
 from cdcflow.capture.spi import TableId
@@ -41,7 +41,7 @@ class TopicNames:
     schema_names: NameAdjuster = field(default_factory=_unadjusted, compare=False)
 
     @classmethod
-    def from_properties(cls, properties: ConnectorProperties) -> TopicNames:
+    def from_properties(cls, properties: EngineProperties) -> TopicNames:
         return cls(
             prefix=properties.topic_prefix,
             delimiter=properties.topic_delimiter,

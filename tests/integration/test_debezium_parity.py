@@ -438,11 +438,12 @@ def test_every_property_of_debeziums_configdef_is_handled_or_listed(
     a reason, or in one of the lists above; a new Debezium property fails until it is one of
     them."""
     from cdcflow.capture import config
+    from cdcflow.capture.connectors.postgres.properties import PostgresProperties
     from cdcflow.operator.devservices.kafka_connect import POSTGRES_CONNECTOR
 
     names = {e["name"] for e in kafka_connect_worker.rest.plugin_config(POSTGRES_CONNECTOR)}
-    handled = set(config.known_properties()) | {
-        name for name in names if config.unsupported_reason(name) is not None
+    handled = set(config.known_properties(PostgresProperties)) | {
+        name for name in names if config.unsupported_reason(name, PostgresProperties) is not None
     }
     assert names - handled - FROM_THE_RESOURCE - CONNECT_FRAMEWORK - PATTERNS == set()
 

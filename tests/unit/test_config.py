@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cdcflow.capture.config import ConfigError, parse_properties
+from cdcflow.capture.config import ConfigError
+from cdcflow.capture.connectors.postgres.properties import parse_properties
 from cdcflow.capture.engine import kafka_security
 from cdcflow.capture.resource import CdcConnector, KafkaSpec, load_connector
 

@@ -10,14 +10,12 @@ from typing import Any
 
 import pytest
 
-from cdcflow.capture.config import (
-    UNSUPPORTED_PROPERTIES,
-    ConfigError,
-    known_properties,
-    parse_properties,
-    unsupported_reason,
-)
+from cdcflow.capture.config import ConfigError, known_properties, unsupported_reason
 from cdcflow.capture.connectors.postgres.connection import Endpoint
+from cdcflow.capture.connectors.postgres.properties import (
+    POSTGRES_UNSUPPORTED as UNSUPPORTED_PROPERTIES,
+)
+from cdcflow.capture.connectors.postgres.properties import PostgresProperties, parse_properties
 from cdcflow.capture.credentials import Login
 from cdcflow.capture.mapping import ColumnRule
 from cdcflow.capture.resource import parse_connector
@@ -72,11 +70,11 @@ def test_unsupported_properties_are_refused_with_their_reason(name: str) -> None
     reason = UNSUPPORTED_PROPERTIES[name]
     with pytest.raises(ConfigError, match=re.escape(f"not supported by cdcflow: {reason}")):
         _parse(**{name: "com.example.Thing"})
-    assert unsupported_reason(name) == reason
+    assert unsupported_reason(name, PostgresProperties) == reason
 
 
 def test_the_custom_snapshotter_refusal_names_the_properties_that_replace_it() -> None:
-    reason = unsupported_reason("snapshot.custom.class") or ""
+    reason = unsupported_reason("snapshot.custom.class", PostgresProperties) or ""
     for replacement in ("snapshot.mode", "snapshot.select.statement.overrides", "locking.mode"):
         assert replacement in reason
 
@@ -139,7 +137,7 @@ def test_propagation_regexes_are_checked() -> None:
 
 
 def test_property_names_with_arguments_are_known_only_by_pattern() -> None:
-    names = known_properties()
+    names = known_properties(PostgresProperties)
     assert "sanitize.field.names" in names and "column.propagate.source.type" in names
     assert not any(name.startswith("column.mask.with") for name in names)
 

@@ -15,15 +15,17 @@ from cdcflow.capture.resource import parse_connector
 from cdcflow.capture.spi import Cleanup, Heartbeats, LogMessages, SignalWriter
 
 
+def _document(config: dict[str, str] | None = None) -> dict[str, Any]:
+    return {
+        "apiVersion": "cdcflow.io/v1alpha1",
+        "kind": "CdcConnector",
+        "metadata": {"name": "shop"},
+        "spec": {"source": {"postgresql": {"host": "h", "database": "d"}}, "config": config or {}},
+    }
+
+
 def _context() -> registry.ConnectorContext:
-    resource = parse_connector(
-        {
-            "apiVersion": "cdcflow.io/v1alpha1",
-            "kind": "CdcConnector",
-            "metadata": {"name": "shop"},
-            "spec": {"source": {"postgresql": {"host": "h", "database": "d"}}},
-        }
-    )
+    resource = parse_connector(_document())
     properties = resource.properties()
     return registry.ConnectorContext(
         resource=resource,
@@ -47,3 +49,14 @@ def test_a_connector_whose_driver_is_missing_names_the_extra_to_install(
     monkeypatch.setitem(registry.FACTORIES, "postgresql", "cdcflow_missing_driver.factory")
     with pytest.raises(ConfigError, match=r"pip install 'cdcflow\[postgres\]'"):
         registry.build_connector(_context())
+
+
+def test_each_connector_validates_its_own_properties() -> None:
+    from cdcflow.capture.connectors.postgres.properties import PostgresProperties
+
+    properties = _context().properties
+    assert isinstance(properties, PostgresProperties) and properties.slot_name == "debezium"
+    with pytest.raises(ConfigError, match=r"keeps no schema history"):
+        parse_connector(_document({"database.history.kafka.topic": "history"}))
+    with pytest.raises(ConfigError, match=r"unknown connector property: `database.server.id`"):
+        parse_connector(_document({"database.server.id": "5400"}))  # MySQL's, not PostgreSQL's

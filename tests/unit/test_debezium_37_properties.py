@@ -10,18 +10,17 @@ from typing import Any
 
 import pytest
 
-from cdcflow.capture.config import (
-    PASSWORD_PATTERN,
-    ConfigError,
-    ReplicaIdentityRule,
-    parse_properties,
-    parse_replica_identities,
-)
+from cdcflow.capture.config import PASSWORD_PATTERN, ConfigError
 from cdcflow.capture.connectors.postgres import checks, identity, snapshotter
 from cdcflow.capture.connectors.postgres.connection import (
     Endpoint,
     query_timeout_ms,
     validation_timeout_s,
+)
+from cdcflow.capture.connectors.postgres.properties import (
+    ReplicaIdentityRule,
+    parse_properties,
+    parse_replica_identities,
 )
 from cdcflow.capture.engine import log_configuration, masked_configuration
 from cdcflow.capture.errors import FatalError

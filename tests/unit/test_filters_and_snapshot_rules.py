@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cdcflow.capture.config import parse_properties
+from cdcflow.capture.connectors.postgres.properties import parse_properties
 from cdcflow.capture.errors import FatalError
 from cdcflow.capture.filters import Filters
 from cdcflow.capture.snapshot import mark_positions, should_snapshot

@@ -12,8 +12,8 @@ from typing import Any
 import psycopg
 import pytest
 
-from cdcflow.capture.config import parse_properties
 from cdcflow.capture.connectors.postgres.chunks import PostgresChunks, SignalEmitRetries
+from cdcflow.capture.connectors.postgres.properties import parse_properties
 from cdcflow.capture.connectors.postgres.replication import (
     ReplicationStream,
     create_slot_command,

@@ -73,7 +73,8 @@ def test_a_damaged_or_foreign_offsets_file_is_refused_with_the_way_out(tmp_path:
 
 
 def test_an_invalid_table_pattern_is_a_configuration_error(tmp_path: Path) -> None:
-    from cdcflow.capture.config import ConfigError, parse_properties
+    from cdcflow.capture.config import ConfigError
+    from cdcflow.capture.connectors.postgres.properties import parse_properties
 
     try:
         parse_properties({"topic.prefix": "shop", "table.include.list": "public.orders("})

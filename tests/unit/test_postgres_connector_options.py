@@ -214,7 +214,7 @@ def test_money_takes_money_fraction_digits_rounding_half_up(
 
 
 def test_column_filters_match_renamed_fields_by_their_column_name() -> None:
-    from cdcflow.capture.config import parse_properties
+    from cdcflow.capture.connectors.postgres.properties import parse_properties
 
     filters = Filters.from_properties(
         parse_properties({"topic.prefix": "s", "column.exclude.list": r"public\.t\.my-col"})

@@ -20,7 +20,6 @@ import orjson
 import psycopg
 from psycopg import sql
 
-from cdcflow.capture.config import ConnectorProperties
 from cdcflow.capture.connectors.postgres import (
     checks,
     identity,
@@ -38,6 +37,7 @@ from cdcflow.capture.connectors.postgres.connection import (
     connect_replication,
     validation_timeout_s,
 )
+from cdcflow.capture.connectors.postgres.properties import PostgresProperties
 from cdcflow.capture.connectors.postgres.replication import ReplicationStream, SlotInUseError
 from cdcflow.capture.connectors.postgres.source import (
     LsnFlushing,
@@ -127,7 +127,7 @@ class PostgresConnector:
     source_schema = SOURCE_SCHEMA
 
     def __init__(
-        self, *, endpoint: Endpoint, properties: ConnectorProperties, filters: Filters, version: str
+        self, *, endpoint: Endpoint, properties: PostgresProperties, filters: Filters, version: str
     ) -> None:
         self.endpoint = endpoint
         self.properties = properties

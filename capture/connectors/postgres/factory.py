@@ -8,6 +8,7 @@ from cdcflow.capture.connectors.postgres.connection import (
     split_statements,
 )
 from cdcflow.capture.connectors.postgres.connector import PostgresConnector
+from cdcflow.capture.connectors.postgres.properties import PostgresProperties
 from cdcflow.capture.registry import ConnectorContext
 from cdcflow.capture.spi import Connector
 
@@ -16,6 +17,7 @@ def build(context: ConnectorContext) -> Connector:
     """The connector for ``spec.source.postgresql`` with the login and the properties (typed
     as the contract, so mypy checks that PostgresConnector fulfils it)."""
     resource, properties, login = context.resource, context.properties, context.login
+    assert isinstance(properties, PostgresProperties), "the registry parsed another model"
     source = resource.spec.source.postgresql
     assert source is not None
     endpoint = Endpoint(

@@ -16,7 +16,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from cdcflow.capture.config import ReplicaIdentityRule
+from cdcflow.capture.connectors.postgres.properties import ReplicaIdentityRule
 from cdcflow.capture.spi import TableId
 
 log = logging.getLogger(__name__)

@@ -1,0 +1,228 @@
+"""The generic pipeline, driven by an in-memory source and sink: what reaches Kafka, in which
+order positions are made durable, and what is filtered — no database, no broker."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+import pytest
+
+from cdcflow.capture.connectors.postgres.properties import parse_properties
+from cdcflow.capture.envelope import Framing
+from cdcflow.capture.filters import Filters
+from cdcflow.capture.offsets import MemoryOffsetStore
+from cdcflow.capture.pipeline import Dispatcher, Pipeline
+from cdcflow.capture.spi import (
+    Column,
+    Event,
+    Idle,
+    LogMessage,
+    Offset,
+    Op,
+    Record,
+    RowChange,
+    TableId,
+    TableSchema,
+    TxBegin,
+    TxCommit,
+)
+from cdcflow.capture.stats import Stats
+from cdcflow.capture.topics import TopicNames
+
+SOURCE_SCHEMA = {
+    "type": "struct",
+    "optional": False,
+    "name": "test.Source",
+    "fields": [{"type": "int64", "optional": False, "field": "ts_ms"}],
+}
+ORDERS = TableSchema(
+    TableId("public", "orders"),
+    (
+        Column("id", "int4", {"type": "int32", "optional": False}, int, optional=False),
+        Column("note", "text", {"type": "string", "optional": True}, str),
+    ),
+    ("id",),
+)
+
+
+class Journal:
+    """What happened, in order, across the sink, the offset store and the source."""
+
+    def __init__(self) -> None:
+        self.steps: list[str] = []
+
+
+class MemorySink:
+    def __init__(self, journal: Journal) -> None:
+        self.journal = journal
+        self.records: list[Record] = []
+        self.durable = 0
+
+    def write(self, record: Record) -> None:
+        self.records.append(record)
+        self.journal.steps.append(f"write {record.topic}")
+
+    def flush(self) -> None:
+        self.durable = len(self.records)
+        self.journal.steps.append("flush")
+
+    def close(self) -> None:
+        pass
+
+
+class JournalingOffsets(MemoryOffsetStore):
+    def __init__(self, journal: Journal) -> None:
+        super().__init__()
+        self.journal = journal
+
+    def save(self, offset: Offset) -> None:
+        super().save(offset)
+        self.journal.steps.append(f"save {offset.get('pos')}")
+
+
+class ScriptedSource:
+    """Yields the events it was given; records what was acknowledged."""
+
+    def __init__(self, journal: Journal, events: list[Event]) -> None:
+        self.journal = journal
+        self.script = events
+        self.acknowledged: list[Offset] = []
+
+    def events(self) -> Iterator[Event]:
+        yield from self.script
+
+    def acknowledge(self, offset: Offset) -> None:
+        self.acknowledged.append(offset)
+        self.journal.steps.append(f"acknowledge {offset.get('pos')}")
+
+    def close(self) -> None:
+        pass
+
+
+def _pipeline(journal: Journal, **config: Any) -> tuple[Pipeline, MemorySink, JournalingOffsets]:
+    properties = parse_properties({"topic.prefix": "shop", "offset.flush.interval.ms": 1, **config})
+    sink, offsets = MemorySink(journal), JournalingOffsets(journal)
+    stats = Stats(connector="shop", server="shop")
+    framing = Framing(topics=TopicNames.from_properties(properties), source_schema=SOURCE_SCHEMA)
+    dispatcher = Dispatcher(
+        properties=properties,
+        framing=framing,
+        filters=Filters.from_properties(properties),
+        sink=sink,
+        stats=stats,
+    )
+    pipeline = Pipeline(
+        dispatcher=dispatcher,
+        sink=sink,
+        offsets=offsets,
+        properties=properties,
+        stats=stats,
+        stop=threading.Event(),
+    )
+    return pipeline, sink, offsets
+
+
+def _row(op: Op, row_id: int, note: str | None = None, tx: str = "7") -> RowChange:
+    image = (row_id, note)
+    return RowChange(
+        ORDERS,
+        op,
+        before=image if op is Op.DELETE else None,
+        after=None if op is Op.DELETE else image,
+        source={"ts_ms": 1},
+        tx_id=tx,
+    )
+
+
+def _transaction(tx: str, pos: int, *changes: RowChange) -> list[Event]:
+    return [
+        TxBegin(tx, {"ts_ms": 1}),
+        *changes,
+        TxCommit(tx, Offset({"pos": pos}), {"ts_ms": 1}),
+    ]
+
+
+def _slow_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each event a second later, so every commit is past offset.flush.interval.ms."""
+    clock = iter(float(second) for second in range(10_000))
+    monkeypatch.setattr("cdcflow.capture.pipeline.time.monotonic", lambda: next(clock))
+
+
+def test_a_position_is_saved_and_acknowledged_only_after_the_sink_made_its_records_durable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _slow_clock(monkeypatch)
+    journal = Journal()
+    pipeline, sink, offsets = _pipeline(journal)
+    source = ScriptedSource(
+        journal,
+        [
+            *_transaction("7", 10, _row(Op.CREATE, 1, "a"), _row(Op.UPDATE, 1, "b")),
+            *_transaction("8", 20, _row(Op.DELETE, 1)),
+        ],
+    )
+
+    pipeline.stream(source)
+
+    topic = "write shop.public.orders"
+    assert journal.steps == [
+        topic, topic, "flush", "save 10", "acknowledge 10",
+        topic, topic, "flush", "save 20", "acknowledge 20",  # the delete and its tombstone
+    ]  # fmt: skip
+    assert [o.get("pos") for o in offsets.saved] == [10, 20]
+    assert sink.records[-1].value is None, "a delete is followed by its tombstone"
+
+
+def test_idle_positions_are_confirmed_so_a_quiet_or_filtered_log_advances(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _slow_clock(monkeypatch)
+    journal = Journal()
+    pipeline, sink, _ = _pipeline(journal)
+    source = ScriptedSource(journal, [Idle(), Idle(Offset({"pos": 5})), Idle(), Idle()])
+
+    pipeline.stream(source)
+
+    assert sink.records == []
+    assert [o.get("pos") for o in source.acknowledged] == [5]
+    assert journal.steps == ["flush", "save 5", "acknowledge 5"]
+
+
+def test_a_clean_stop_commits_the_last_pending_position() -> None:
+    journal = Journal()
+    pipeline, _, offsets = _pipeline(journal, **{"offset.flush.interval.ms": 60_000})
+    source = ScriptedSource(journal, _transaction("7", 10, _row(Op.CREATE, 1, "a")))
+
+    pipeline.stream(source)  # no commit on the cadence within the run, one on the way out
+
+    assert [o.get("pos") for o in offsets.saved] == [10]
+    assert journal.steps[-3:] == ["flush", "save 10", "acknowledge 10"]
+
+
+def test_skipped_operations_never_reach_the_sink_and_are_counted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _slow_clock(monkeypatch)
+    journal = Journal()
+    pipeline, sink, _ = _pipeline(journal, **{"skipped.operations": "u,d"})
+    changes = (_row(Op.CREATE, 1, "a"), _row(Op.UPDATE, 1, "b"), _row(Op.DELETE, 1))
+    source = ScriptedSource(journal, _transaction("7", 10, *changes))
+
+    pipeline.stream(source)
+
+    values = [orjson.loads(r.value)["payload"] for r in sink.records if r.value]
+    assert [v["op"] for v in values] == ["c"]
+    assert len(sink.records) == 1, "no tombstone for a skipped delete"
+    assert pipeline.dispatcher._stats.events_filtered == 2
+
+
+def test_a_log_message_from_a_connector_without_the_capability_is_an_error_not_a_drop() -> None:
+    journal = Journal()
+    pipeline, _, _ = _pipeline(journal)
+    message = LogMessage("audit", b"x", transactional=False, source={"ts_ms": 1})
+
+    with pytest.raises(TypeError, match="LogMessages"):
+        pipeline.stream(ScriptedSource(journal, [message]))
