@@ -11,16 +11,16 @@ type's text form (``(1,1),(0,0)``, ``<(0,0),2>``, ``{1,-1,0}``) and returns the 
 
 from __future__ import annotations
 
-import base64
 import re
 import struct
 from typing import Any, Final
+
+from cdcflow.capture import encoders
 
 _NUMBER: Final = r"[-+]?(?:[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?|Infinity|NaN)"
 _PAIR: Final = re.compile(rf"\(\s*({_NUMBER})\s*,\s*({_NUMBER})\s*\)")
 _CIRCLE: Final = re.compile(rf"<\s*\(\s*({_NUMBER})\s*,\s*({_NUMBER})\s*\)\s*,\s*({_NUMBER})\s*>")
 _LINE: Final = re.compile(rf"\{{\s*({_NUMBER})\s*,\s*({_NUMBER})\s*,\s*({_NUMBER})\s*\}}")
-_POINT_TYPE: Final = 1
 _LINE_STRING_TYPE: Final = 2
 _POLYGON_TYPE: Final = 3
 
@@ -48,13 +48,8 @@ def polygon_wkb(ring: list[Point]) -> bytes:
     return struct.pack("<BII", 1, _POLYGON_TYPE, 1) + _coordinates(ring)
 
 
-def point_wkb(x: float, y: float) -> bytes:
-    """A WKB ``Point``, little-endian."""
-    return struct.pack("<BIdd", 1, _POINT_TYPE, x, y)
-
-
 def _geometry(wkb: bytes, extensions: dict[str, str]) -> dict[str, Any]:
-    return {"wkb": base64.b64encode(wkb).decode(), "srid": None, "extensions": extensions}
+    return encoders.geometry(wkb, None, extensions=extensions)
 
 
 def box(text: str | None) -> dict[str, Any] | None:
@@ -100,8 +95,7 @@ def circle(text: str | None) -> dict[str, Any] | None:
     if found is None:
         raise ValueError(f"not a circle: {text!r}")
     x, y, radius = (float(group) for group in found.groups())
-    center = {"x": x, "y": y, "wkb": base64.b64encode(point_wkb(x, y)).decode(), "srid": None}
-    return {"center": center, "radius": radius}
+    return {"center": encoders.point(x, y), "radius": radius}
 
 
 def line(text: str | None) -> dict[str, Any] | None:

@@ -10,7 +10,9 @@ A :class:`~cdcflow.capture.spi.Column` built here carries the column's Connect s
 (Debezium's semantic names, versions and parameters, in the key order Kafka Connect's
 ``JsonConverter`` writes them) and a converter from that text to the JSON-ready payload value:
 bytes become base64 strings, decimals the base64 of their unscaled big-endian two's-complement
-integer, dates days since the epoch, and so on.
+integer, dates days since the epoch, and so on. This module holds PostgreSQL's part (the type
+catalog, parsing the text forms, choosing a mapping per type); the encodings and schema
+builders every connector shares are in :mod:`cdcflow.capture.encoders`.
 
 The target is Debezium 3.x, checked against the real connector by
 ``tests/integration/test_debezium_parity.py``. Choices where Debezium's behaviour is a quirk, a
@@ -41,18 +43,24 @@ main ones:
 
 from __future__ import annotations
 
-import base64
 import re
-import struct
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from decimal import ROUND_DOWN, Decimal
+from decimal import Decimal
 from functools import partial
 from typing import Any, Final, Literal
 
+from cdcflow.capture import encoders
 from cdcflow.capture.connectors.postgres import geometric
+from cdcflow.capture.encoders import (
+    MICROS_PER_SECOND,
+    ConnectSpec,
+    DurationFields,
+    connect_field,
+    named_schema,
+)
 from cdcflow.capture.java_order import hashmap_order
-from cdcflow.capture.spi import Column, ConnectSchema, Converter
+from cdcflow.capture.spi import Column, Converter
 
 # --------------------------------------------------------------------------------------------
 # Session settings
@@ -224,59 +232,6 @@ class TypeOptions:
 
 
 # --------------------------------------------------------------------------------------------
-# Connect schemas
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class _Spec:
-    """A Connect schema minus its optionality, plus the converter that fills it."""
-
-    type: str
-    convert: Converter
-    name: str | None = None
-    version: int | None = None
-    doc: str | None = None
-    parameters: Mapping[str, str] | None = None
-    fields: tuple[ConnectSchema, ...] | None = None
-    items: ConnectSchema | None = None
-    keys: ConnectSchema | None = None
-    values: ConnectSchema | None = None
-    #: Debezium builds some schemas optional whatever the column's nullability.
-    always_optional: bool = False
-
-    def schema(self, optional: bool) -> ConnectSchema:
-        """The schema in ``JsonConverter``'s key order: type, nested, optional, name, ..."""
-        out: ConnectSchema = {"type": self.type}
-        if self.items is not None:
-            out["items"] = self.items
-        if self.keys is not None:
-            out["keys"] = self.keys
-        if self.values is not None:
-            out["values"] = self.values
-        if self.fields is not None:
-            out["fields"] = [dict(f) for f in self.fields]
-        out["optional"] = optional or self.always_optional
-        if self.name is not None:
-            out["name"] = self.name
-        if self.version is not None:
-            out["version"] = self.version
-        if self.doc is not None:
-            out["doc"] = self.doc
-        if self.parameters is not None:
-            out["parameters"] = dict(self.parameters)
-        return out
-
-
-def _field(name: str, type_: str, optional: bool) -> ConnectSchema:
-    return {"type": type_, "optional": optional, "field": name}
-
-
-def _named(type_: str, name: str, convert: Converter, **params: str) -> _Spec:
-    return _Spec(type_, convert, name=name, version=1, parameters=params or None)
-
-
-# --------------------------------------------------------------------------------------------
 # Simple converters. Each takes the text form (None for NULL) and is chosen once per column.
 # --------------------------------------------------------------------------------------------
 
@@ -309,15 +264,7 @@ def _to_float(text: str | None) -> float | str | None:
     return special if special is not None else float(text)
 
 
-#: Turns raw bytes into their JSON form per binary.handling.mode.
-_Encoder = Callable[[bytes], str]
-
-
-def _b64(data: bytes) -> str:
-    return base64.b64encode(data).decode("ascii")
-
-
-def _bytea(encode: _Encoder, text: str | None) -> str | None:
+def _bytea(encode: encoders.BinaryEncoder, text: str | None) -> str | None:
     return None if text is None else encode(bytes.fromhex(text[2:]))
 
 
@@ -326,20 +273,9 @@ def _bytea_hex(text: str | None) -> str | None:
     return None if text is None else text[2:]
 
 
-def _opaque(encode: _Encoder, text: str | None) -> str | None:
+def _opaque(encode: encoders.BinaryEncoder, text: str | None) -> str | None:
     """Unknown types: the UTF-8 bytes of the text form (Debezium's ``String.getBytes()``)."""
     return None if text is None else encode(text.encode("utf-8"))
-
-
-_BINARY_ENCODERS: Final[dict[str, _Encoder]] = {
-    "bytes": _b64,  # JsonConverter writes BYTES as base64
-    "base64": _b64,
-    "hex": bytes.hex,
-}
-
-
-def _binary_type(mode: str) -> str:
-    return "bytes" if mode == "bytes" else "string"
 
 
 # --------------------------------------------------------------------------------------------
@@ -355,11 +291,8 @@ def _bit_to_bool(text: str | None) -> bool | None:
 
 
 def _bits(text: str | None) -> str | None:
-    """Little-endian bytes (``BitSet.toByteArray``), as many as the highest set bit needs."""
-    if text is None:
-        return None
-    value = int(text, 2) if text else 0
-    return _b64(value.to_bytes((value.bit_length() + 7) // 8, "little"))
+    """``io.debezium.data.Bits`` of a ``bit``/``bit varying`` value."""
+    return None if text is None else encoders.bit_string(text)
 
 
 # --------------------------------------------------------------------------------------------
@@ -387,47 +320,15 @@ def _parse_numeric(text: str) -> tuple[int, int]:
     return int(text[:point] + text[point + 1 :]), len(text) - point - 1
 
 
-def _rescale(unscaled: int, scale: int, target: int) -> int:
-    """Change the scale without rounding (Java's ``setScale(n)`` throws if it would round)."""
-    factor: int = 10 ** abs(target - scale)
-    if scale <= target:
-        return unscaled * factor
-    quotient, remainder = divmod(unscaled, factor)
-    if remainder:
-        raise ValueError(f"{unscaled}E-{scale} does not fit scale {target} without rounding")
-    return quotient
-
-
-def _unscaled_bytes(unscaled: int) -> str:
-    """Base64 of Java's ``BigInteger.toByteArray()``: minimal big-endian two's complement."""
-    bits = unscaled.bit_length() if unscaled >= 0 else (~unscaled).bit_length()
-    return _b64(unscaled.to_bytes(bits // 8 + 1, "big", signed=True))
-
-
-def _strip_zeros(unscaled: int, scale: int) -> tuple[int, int]:
-    """``BigDecimal.stripTrailingZeros()`` floored at scale 0, as VariableScaleDecimal does."""
-    if unscaled == 0:
-        return 0, 0
-    while scale > 0 and unscaled % 10 == 0:
-        unscaled //= 10
-        scale -= 1
-    return unscaled, scale
-
-
 def _decimal_fixed(scale: int, text: str | None) -> str | None:
     if text is None:
         return None
     unscaled, found = _parse_numeric(text)
-    if found != scale:
-        unscaled = _rescale(unscaled, found, scale)
-    return _unscaled_bytes(unscaled)
+    return encoders.decimal_bytes(unscaled, found, target_scale=scale)
 
 
 def _decimal_variable(text: str | None) -> dict[str, Any] | None:
-    if text is None:
-        return None
-    unscaled, scale = _strip_zeros(*_parse_numeric(text))
-    return {"scale": scale, "value": _unscaled_bytes(unscaled)}
+    return None if text is None else encoders.variable_scale_decimal(*_parse_numeric(text))
 
 
 def _decimal_string(scale: int | None, text: str | None) -> str | None:
@@ -440,9 +341,7 @@ def _decimal_string(scale: int | None, text: str | None) -> str | None:
     if scale is None:
         return str(Decimal(text))
     unscaled, found = _parse_numeric(text)
-    if found != scale:
-        unscaled = _rescale(unscaled, found, scale)
-    return str(Decimal(f"{unscaled}E{-scale}"))
+    return encoders.decimal_string(unscaled, found, target_scale=scale)
 
 
 #: Debezium's default money.fraction.digits, and what ``lc_monetary=C`` prints.
@@ -454,7 +353,7 @@ def _money_unscaled(text: str) -> int:
     """``-$1,234.56`` (``lc_monetary=C``) -> ``-123456`` at scale 2."""
     negative = text.startswith(("-", "("))
     unscaled, scale = _parse_numeric(_NOT_MONEY_DIGITS.sub("", text))
-    unscaled = _rescale(unscaled, scale, _MONEY_SCALE)
+    unscaled = encoders.rescale(unscaled, scale, _MONEY_SCALE)
     return -unscaled if negative else unscaled
 
 
@@ -464,10 +363,10 @@ def _money_precise(scale: int, text: str | None) -> str | None:
         return None
     unscaled = _money_unscaled(text)
     if scale >= _MONEY_SCALE:
-        return _unscaled_bytes(unscaled * 10 ** (scale - _MONEY_SCALE))
+        return encoders.unscaled_bytes(unscaled * 10 ** (scale - _MONEY_SCALE))
     quotient, remainder = divmod(abs(unscaled), 10 ** (_MONEY_SCALE - scale))
     rounded = quotient + (2 * remainder >= 10 ** (_MONEY_SCALE - scale))
-    return _unscaled_bytes(-rounded if unscaled < 0 else rounded)
+    return encoders.unscaled_bytes(-rounded if unscaled < 0 else rounded)
 
 
 def _money_double(text: str | None) -> float | None:
@@ -486,51 +385,32 @@ def _numeric_typmod(typmod: int) -> tuple[int, int] | None:
     return (packed >> 16) & 0xFFFF, ((packed & 0x7FF) ^ 1024) - 1024
 
 
-def _numeric_spec(typmod: int, options: TypeOptions) -> _Spec:
+def _numeric_spec(typmod: int, options: TypeOptions) -> ConnectSpec:
     declared = _numeric_typmod(typmod)
     mode = options.decimal_handling_mode
     if mode == "double":
-        return _Spec("double", _to_float)
+        return ConnectSpec("double", _to_float)
     if mode == "string":
-        return _Spec("string", partial(_decimal_string, declared[1] if declared else None))
+        return ConnectSpec("string", partial(_decimal_string, declared[1] if declared else None))
     if declared is None:  # numeric without (p, s): Debezium's VariableScaleDecimal
-        return _Spec(
-            "struct",
-            _decimal_variable,
-            name="io.debezium.data.VariableScaleDecimal",
-            version=1,
-            doc="Variable scaled decimal",
-            fields=(_field("scale", "int32", False), _field("value", "bytes", False)),
-        )
+        return encoders.variable_scale_decimal_schema(_decimal_variable)
     precision, scale = declared
-    return _decimal_spec(partial(_decimal_fixed, scale), scale, precision)
+    return encoders.decimal_schema(partial(_decimal_fixed, scale), scale, precision=precision)
 
 
-def _decimal_spec(convert: Converter, scale: int, precision: int | None) -> _Spec:
-    params = {"scale": str(scale)}
-    if precision is not None:
-        params["connect.decimal.precision"] = str(precision)
-    return _Spec(
-        "bytes", convert, name="org.apache.kafka.connect.data.Decimal", version=1, parameters=params
-    )
-
-
-def _money_spec(options: TypeOptions) -> _Spec:
+def _money_spec(options: TypeOptions) -> ConnectSpec:
     mode = options.decimal_handling_mode
     if mode == "double":
-        return _Spec("double", _money_double)
+        return ConnectSpec("double", _money_double)
     if mode == "string":
-        return _Spec("string", _money_string)
+        return ConnectSpec("string", _money_string)
     digits = options.money_fraction_digits
-    return _decimal_spec(partial(_money_precise, digits), digits, None)
+    return encoders.decimal_schema(partial(_money_precise, digits), digits, precision=None)
 
 
 # --------------------------------------------------------------------------------------------
 # Dates and times
 # --------------------------------------------------------------------------------------------
-
-_MICROS_PER_SECOND: Final = 1_000_000
-_MICROS_PER_DAY: Final = 86_400_000_000
 
 #: TIMESTAMP 'infinity' / '-infinity' as Debezium 3.x writes them: pgjdbc's
 #: DATE_POSITIVE/NEGATIVE_INFINITY constants, unscaled, whatever the unit; a microsecond
@@ -540,34 +420,9 @@ _NEGATIVE_INFINITY_MILLIS: Final = -9_223_372_036_832_400_000
 _NEGATIVE_INFINITY_MICROS: Final = -(2**63)
 
 
-def _days_from_civil(year: int, month: int, day: int) -> int:
-    """Days since 1970-01-01 in the proleptic Gregorian calendar (astronomical years)."""
-    year -= month <= 2
-    era = year // 400
-    year_of_era = year - era * 400
-    day_of_year = (153 * ((month + 9) % 12) + 2) // 5 + day - 1
-    day_of_era = year_of_era * 365 + year_of_era // 4 - year_of_era // 100 + day_of_year
-    return era * 146097 + day_of_era - 719468
-
-
-def _civil_from_days(days: int) -> tuple[int, int, int]:
-    """Inverse of :func:`_days_from_civil`."""
-    days += 719468
-    era = days // 146097
-    day_of_era = days - era * 146097
-    year_of_era = (
-        day_of_era - day_of_era // 1460 + day_of_era // 36524 - day_of_era // 146096
-    ) // 365
-    day_of_year = day_of_era - (365 * year_of_era + year_of_era // 4 - year_of_era // 100)
-    shifted_month = (5 * day_of_year + 2) // 153
-    day = day_of_year - (153 * shifted_month + 2) // 5 + 1
-    month = shifted_month + 3 if shifted_month < 10 else shifted_month - 9
-    return year_of_era + era * 400 + (month <= 2), month, day
-
-
 #: DATE 'infinity' / '-infinity': Debezium's LocalDate constants (pgjdbc's odd values).
-_POSITIVE_INFINITY_DAYS: Final = _days_from_civil(-5877611, 6, 21)
-_NEGATIVE_INFINITY_DAYS: Final = _days_from_civil(-5877611, 6, 22)
+_POSITIVE_INFINITY_DAYS: Final = encoders.epoch_days(-5877611, 6, 21)
+_NEGATIVE_INFINITY_DAYS: Final = encoders.epoch_days(-5877611, 6, 22)
 
 _DATE = r"(\d{4,})-(\d\d)-(\d\d)"
 _TIME = r"(\d\d):(\d\d):(\d\d)(?:\.(\d{1,6}))?"
@@ -592,7 +447,7 @@ def _year(digits: str, bc: str | None) -> int:
 
 
 def _micros_of_day(hours: str, minutes: str, seconds: str, fraction: str | None) -> int:
-    micros = ((int(hours) * 60 + int(minutes)) * 60 + int(seconds)) * _MICROS_PER_SECOND
+    micros = ((int(hours) * 60 + int(minutes)) * 60 + int(seconds)) * MICROS_PER_SECOND
     return micros + int(fraction.ljust(6, "0")) if fraction else micros
 
 
@@ -609,9 +464,9 @@ def _epoch_days(text: str | None) -> int | None:
     if text == "-infinity":
         return _NEGATIVE_INFINITY_DAYS
     if len(text) == 10:  # the common fixed layout, YYYY-MM-DD
-        return _days_from_civil(int(text[:4]), int(text[5:7]), int(text[8:10]))
+        return encoders.epoch_days(int(text[:4]), int(text[5:7]), int(text[8:10]))
     y, m, d, bc = _match(_DATE_RE, text, "date").groups()
-    return _days_from_civil(_year(y, bc), int(m), int(d))
+    return encoders.epoch_days(_year(y, bc), int(m), int(d))
 
 
 def _time_micros(text: str | None) -> int | None:
@@ -623,7 +478,7 @@ def _time_micros(text: str | None) -> int | None:
 
 def _time_millis(text: str | None) -> int | None:
     micros = _time_micros(text)
-    return None if micros is None else micros // 1000
+    return None if micros is None else encoders.millis(micros)
 
 
 def _timestamp_micros(text: str | None) -> int | None:
@@ -635,12 +490,12 @@ def _timestamp_micros(text: str | None) -> int | None:
     if text == "-infinity":
         return _NEGATIVE_INFINITY_MICROS
     if len(text) >= 19 and text[4] == "-" and text[-1] != "C":  # the common fixed layout
-        days = _days_from_civil(int(text[:4]), int(text[5:7]), int(text[8:10]))
+        days = encoders.epoch_days(int(text[:4]), int(text[5:7]), int(text[8:10]))
         clock = _micros_of_day(text[11:13], text[14:16], text[17:19], text[20:])
-        return days * _MICROS_PER_DAY + clock
+        return encoders.epoch_micros(days, clock)
     y, mo, d, h, mi, s, frac, bc = _match(_TIMESTAMP_RE, text, "timestamp").groups()
-    days = _days_from_civil(_year(y, bc), int(mo), int(d))
-    return days * _MICROS_PER_DAY + _micros_of_day(h, mi, s, frac)
+    days = encoders.epoch_days(_year(y, bc), int(mo), int(d))
+    return encoders.epoch_micros(days, _micros_of_day(h, mi, s, frac))
 
 
 def _timestamp_millis(text: str | None) -> int | None:
@@ -650,19 +505,7 @@ def _timestamp_millis(text: str | None) -> int | None:
     if text == "-infinity":
         return _NEGATIVE_INFINITY_MILLIS
     micros = _timestamp_micros(text)
-    return None if micros is None else micros // 1000
-
-
-def _fraction(micros: int) -> str:
-    """Java's ISO_LOCAL_TIME fraction: trailing zeros trimmed, nothing at all when zero."""
-    return "." + f"{micros:06d}".rstrip("0") if micros else ""
-
-
-def _java_year(year: int) -> str:
-    """ISO_LOCAL_DATE's year: four digits, '+' above 9999, '-' below year 0."""
-    if year > 9999:
-        return f"+{year}"
-    return f"-{-year:04d}" if year < 0 else f"{year:04d}"
+    return None if micros is None else encoders.millis(micros)
 
 
 def _zoned_timestamp(precision: int, text: str | None) -> str | None:
@@ -673,29 +516,11 @@ def _zoned_timestamp(precision: int, text: str | None) -> str | None:
     found = _match(_TIMESTAMPTZ_RE, text, "timestamptz")
     y, mo, d, h, mi, s, frac, sign, oh, om, os_, bc = found.groups()
     if len(y) == 4 and not bc and oh == "00" and not om and not os_:
-        return f"{y}-{mo}-{d}T{h}:{mi}:{s}{_padded_fraction(frac or '', precision)}Z"
-    days = _days_from_civil(_year(y, bc), int(mo), int(d))
-    micros = days * _MICROS_PER_DAY + _micros_of_day(h, mi, s, frac)
-    micros -= _offset_seconds(sign, oh, om, os_) * _MICROS_PER_SECOND
-    days, micros = divmod(micros, _MICROS_PER_DAY)
-    year, month, day = _civil_from_days(days)
-    seconds, fraction = divmod(micros, _MICROS_PER_SECOND)
-    minutes, second = divmod(seconds, 60)
-    hour, minute = divmod(minutes, 60)
-    clock = f"{hour:02d}:{minute:02d}:{second:02d}{_padded_fraction(f'{fraction:06d}', precision)}"
-    return f"{_java_year(year)}-{month:02d}-{day:02d}T{clock}Z"
-
-
-def _padded_fraction(digits: str, precision: int) -> str:
-    """``.`` and ``digits`` padded (or cut) to ``precision`` places; nothing at precision 0."""
-    return "." + digits.ljust(precision, "0")[:precision] if precision else ""
-
-
-def _clock(micros: int) -> str:
-    seconds, fraction = divmod(micros, _MICROS_PER_SECOND)
-    minutes, second = divmod(seconds, 60)
-    hour, minute = divmod(minutes, 60)
-    return f"{hour:02d}:{minute:02d}:{second:02d}{_fraction(fraction)}"
+        return f"{y}-{mo}-{d}T{h}:{mi}:{s}{encoders.padded_fraction(frac or '', precision)}Z"
+    days = encoders.epoch_days(_year(y, bc), int(mo), int(d))
+    micros = encoders.epoch_micros(days, _micros_of_day(h, mi, s, frac))
+    micros -= _offset_seconds(sign, oh, om, os_) * MICROS_PER_SECOND
+    return encoders.zoned_timestamp(micros, precision=precision)
 
 
 def _zoned_time(text: str | None) -> str | None:
@@ -703,10 +528,7 @@ def _zoned_time(text: str | None) -> str | None:
     if text is None:
         return None
     h, mi, s, frac, sign, oh, om, os_ = _match(_TIMETZ_RE, text, "timetz").groups()
-    micros = _micros_of_day(h, mi, s, frac) - _offset_seconds(sign, oh, om, os_) * 1_000_000
-    if micros == _MICROS_PER_DAY:
-        return "24:00:00Z"  # PostgreSQL's end-of-day boundary, kept as newer Debezium does
-    return _clock(micros % _MICROS_PER_DAY) + "Z"
+    return encoders.zoned_time(_micros_of_day(h, mi, s, frac), _offset_seconds(sign, oh, om, os_))
 
 
 def _time_precision(typmod: int) -> int:
@@ -714,42 +536,40 @@ def _time_precision(typmod: int) -> int:
     return 6 if typmod < 0 else typmod
 
 
-def _date_spec(options: TypeOptions) -> _Spec:
+def _date_spec(options: TypeOptions) -> ConnectSpec:
     if options.time_precision_mode == "connect":
-        return _named("int32", "org.apache.kafka.connect.data.Date", _epoch_days)
-    return _named("int32", "io.debezium.time.Date", _epoch_days)
+        return named_schema("int32", "org.apache.kafka.connect.data.Date", _epoch_days)
+    return named_schema("int32", "io.debezium.time.Date", _epoch_days)
 
 
-def _time_spec(typmod: int, options: TypeOptions) -> _Spec:
+def _time_spec(typmod: int, options: TypeOptions) -> ConnectSpec:
     mode = options.time_precision_mode
     if mode == "connect":
-        return _named("int32", "org.apache.kafka.connect.data.Time", _time_millis)
+        return named_schema("int32", "org.apache.kafka.connect.data.Time", _time_millis)
     if mode == "adaptive" and _time_precision(typmod) <= 3:
-        return _named("int32", "io.debezium.time.Time", _time_millis)
-    return _named("int64", "io.debezium.time.MicroTime", _time_micros)
+        return named_schema("int32", "io.debezium.time.Time", _time_millis)
+    return named_schema("int64", "io.debezium.time.MicroTime", _time_micros)
 
 
-def _timestamp_spec(typmod: int, options: TypeOptions) -> _Spec:
+def _timestamp_spec(typmod: int, options: TypeOptions) -> ConnectSpec:
     if options.time_precision_mode == "connect":
-        return _named("int64", "org.apache.kafka.connect.data.Timestamp", _timestamp_millis)
+        return named_schema("int64", "org.apache.kafka.connect.data.Timestamp", _timestamp_millis)
     if _time_precision(typmod) <= 3:
-        return _named("int64", "io.debezium.time.Timestamp", _timestamp_millis)
-    return _named("int64", "io.debezium.time.MicroTimestamp", _timestamp_micros)
+        return named_schema("int64", "io.debezium.time.Timestamp", _timestamp_millis)
+    return named_schema("int64", "io.debezium.time.MicroTimestamp", _timestamp_micros)
 
 
 # --------------------------------------------------------------------------------------------
 # Intervals
 # --------------------------------------------------------------------------------------------
 
-#: Debezium's MicroDuration approximation of a month.
-_DAYS_PER_MONTH_AVG: Final = 365.25 / 12.0
 _INTERVAL_RE: Final = re.compile(
     r"P(?:(-?\d+)Y)?(?:(-?\d+)M)?(?:(-?\d+)D)?"
     r"(?:T(?:(-?\d+)H)?(?:(-?\d+)M)?(?:(-?)(\d+)(?:\.(\d{1,6}))?S)?)?"
 )
 
 
-def _interval_fields(text: str) -> tuple[int, int, int, int, int, float]:
+def _interval_fields(text: str) -> DurationFields:
     """Years, months, days, hours, minutes and pgjdbc's ``PGInterval.getSeconds()`` double."""
     y, mo, d, h, mi, sign, whole, frac = _match(_INTERVAL_RE, text, "interval").groups()
     whole_seconds = int(whole or 0)
@@ -757,40 +577,25 @@ def _interval_fields(text: str) -> tuple[int, int, int, int, int, float]:
     if sign:
         whole_seconds, micros = -whole_seconds, -micros
     seconds = whole_seconds + micros / 1_000_000
-    return int(y or 0), int(mo or 0), int(d or 0), int(h or 0), int(mi or 0), seconds
+    return DurationFields(
+        int(y or 0), int(mo or 0), int(d or 0), int(h or 0), int(mi or 0), seconds
+    )
 
 
 def _interval_micros(text: str | None) -> int | None:
     """``MicroDuration.durationMicros``: double arithmetic then a truncating cast, as in Java."""
-    if text is None:
-        return None
-    years, months, days, hours, minutes, seconds = _interval_fields(text)
-    number_of_days = (years * 12 + months) * _DAYS_PER_MONTH_AVG + days
-    number_of_seconds = ((number_of_days * 24 + hours) * 60 + minutes) * 60 + seconds
-    return int(number_of_seconds * 1e6)
+    return None if text is None else encoders.micro_duration(_interval_fields(text))
 
 
 def _interval_string(text: str | None) -> str | None:
     """``Interval.toIsoString``: every field present, e.g. ``P1Y2M3DT4H5M6.78S``."""
-    if text is None:
-        return None
-    years, months, days, hours, minutes, seconds = _interval_fields(text)
-    return f"P{years}Y{months}M{days}DT{hours}H{minutes}M{_java_seconds(seconds)}S"
+    return None if text is None else encoders.interval_string(_interval_fields(text))
 
 
-def _java_seconds(seconds: float) -> str:
-    """``BigDecimal.valueOf(d)`` cut to 6 places, ``stripTrailingZeros().toPlainString()``."""
-    value = Decimal(repr(seconds))
-    exponent = value.as_tuple().exponent
-    if isinstance(exponent, int) and exponent < -6:
-        value = value.quantize(Decimal("0.000001"), rounding=ROUND_DOWN)
-    return "0" if value == 0 else format(value.normalize(), "f")
-
-
-def _interval_spec(options: TypeOptions) -> _Spec:
+def _interval_spec(options: TypeOptions) -> ConnectSpec:
     if options.interval_handling_mode == "string":
-        return _named("string", "io.debezium.time.Interval", _interval_string)
-    return _named("int64", "io.debezium.time.MicroDuration", _interval_micros)
+        return named_schema("string", "io.debezium.time.Interval", _interval_string)
+    return named_schema("int64", "io.debezium.time.MicroDuration", _interval_micros)
 
 
 # --------------------------------------------------------------------------------------------
@@ -798,7 +603,6 @@ def _interval_spec(options: TypeOptions) -> _Spec:
 # --------------------------------------------------------------------------------------------
 
 _POINT_RE: Final = re.compile(r"\(([^,]+),([^)]+)\)")
-_WKB_POINT_HEADER: Final = b"\x01\x01\x00\x00\x00"
 
 
 def _point(text: str | None) -> dict[str, Any] | None:
@@ -806,78 +610,42 @@ def _point(text: str | None) -> dict[str, Any] | None:
     if text is None:
         return None
     found = _match(_POINT_RE, text, "point")
-    x, y = float(found.group(1)), float(found.group(2))
-    wkb = _WKB_POINT_HEADER + struct.pack("<dd", x, y)
-    return {"x": x, "y": y, "wkb": _b64(wkb), "srid": None}
+    return encoders.point(float(found.group(1)), float(found.group(2)))
 
 
-def _ewkb(text: str | None) -> dict[str, Any] | None:
-    """PostGIS hex EWKB -> ``{wkb, srid}``: the EWKB kept whole, SRID read out (0 if none)."""
-    if text is None:
-        return None
+def _ewkb_parts(text: str) -> tuple[bytes, int]:
+    """PostGIS hex EWKB -> the EWKB kept whole and its SRID (0 if none)."""
     ewkb = bytes.fromhex(text)
     order: Literal["little", "big"] = "little" if ewkb[0] else "big"
     srid = 0
     if int.from_bytes(ewkb[1:5], order) & 0x20000000:
         srid = int.from_bytes(ewkb[5:9], order, signed=True)
-    return {"wkb": _b64(ewkb), "srid": srid}
+    return ewkb, srid
 
 
-def _point_spec() -> _Spec:
-    return _Spec(
-        "struct",
-        _point,
-        name="io.debezium.data.geometry.Point",
-        version=1,
-        doc="Geometry (POINT)",
-        fields=(
-            _field("x", "double", False),
-            _field("y", "double", False),
-            _field("wkb", "bytes", True),
-            _field("srid", "int32", True),
-        ),
-    )
+def _ewkb_geography(text: str | None) -> dict[str, Any] | None:
+    """PostGIS geography as Debezium's Geography: ``{wkb, srid}``."""
+    return None if text is None else encoders.geography(*_ewkb_parts(text))
 
 
-_EXTENSIONS_FIELD: Final[ConnectSchema] = {
-    "type": "map",
-    "keys": {"type": "string", "optional": False},
-    "values": {"type": "string", "optional": False},
-    "optional": True,
-    "field": "extensions",
-}
+def _point_spec() -> ConnectSpec:
+    return encoders.point_schema(_point)
 
 
 def _ewkb_geometry(text: str | None) -> dict[str, Any] | None:
     """PostGIS geometry as Debezium 3.x's Geometry: ``{wkb, srid}`` and no extensions."""
-    value = _ewkb(text)
-    return None if value is None else {**value, "extensions": None}
+    return None if text is None else encoders.geometry(*_ewkb_parts(text))
 
 
-def _geometry_spec(kind: str, convert: Converter = _ewkb_geometry) -> _Spec:
+def _geometry_spec(kind: str, convert: Converter = _ewkb_geometry) -> ConnectSpec:
     """Debezium 3.x's Geometry (version 2, with ``extensions``) or Geography (version 1)."""
     if kind == "Geography":
-        return _Spec(
-            "struct",
-            _ewkb,
-            name="io.debezium.data.geometry.Geography",
-            version=1,
-            doc=kind,
-            fields=(_field("wkb", "bytes", False), _field("srid", "int32", True)),
-        )
-    return _Spec(
-        "struct",
-        convert,
-        name="io.debezium.data.geometry.Geometry",
-        version=2,
-        doc=kind,
-        fields=(_field("wkb", "bytes", False), _field("srid", "int32", True), _EXTENSIONS_FIELD),
-        always_optional=True,
-    )
+        return encoders.geography_schema(_ewkb_geography)
+    return encoders.geometry_schema(convert)
 
 
-def _circle_spec() -> _Spec:
-    return _Spec(
+def _circle_spec() -> ConnectSpec:
+    return ConnectSpec(
         "struct",
         geometric.circle,
         name="io.debezium.data.geometry.Circle",
@@ -885,20 +653,20 @@ def _circle_spec() -> _Spec:
         doc="Geometry (CIRCLE)",
         fields=(
             {**_point_spec().schema(False), "field": "center"},
-            _field("radius", "double", False),
+            connect_field("radius", "double", False),
         ),
         always_optional=True,
     )
 
 
-def _line_spec() -> _Spec:
-    return _Spec(
+def _line_spec() -> ConnectSpec:
+    return ConnectSpec(
         "struct",
         geometric.line,
         name="io.debezium.data.geometry.Line",
         version=1,
         doc="Geometry (LINE)",
-        fields=tuple(_field(name, "double", False) for name in ("a", "b", "c")),
+        fields=tuple(connect_field(name, "double", False) for name in ("a", "b", "c")),
         always_optional=True,
     )
 
@@ -967,15 +735,15 @@ def _hstore_map(text: str | None) -> dict[str, str | None] | None:
     return None if text is None else dict(_hstore_pairs_in_java_order(text))
 
 
-def _hstore_spec(options: TypeOptions) -> _Spec:
+def _hstore_spec(options: TypeOptions) -> ConnectSpec:
     if options.hstore_handling_mode == "map":
-        return _Spec(
+        return ConnectSpec(
             "map",
             _hstore_map,
             keys={"type": "string", "optional": False},
             values={"type": "string", "optional": True},
         )
-    return _named("string", "io.debezium.data.Json", _hstore_json)
+    return named_schema("string", "io.debezium.data.Json", _hstore_json)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1171,17 +939,17 @@ _ARRAY_EXCLUDED: Final = frozenset(
 _EXTENSION_NAMES: Final = frozenset({"citext", "ltree", "hstore", "geometry", "geography"})
 
 
-def _scalar_spec(pg_type: PgType, typmod: int, options: TypeOptions) -> _Spec | None:
+def _scalar_spec(pg_type: PgType, typmod: int, options: TypeOptions) -> ConnectSpec | None:
     """The mapping of a non-domain, non-array type, or None if Debezium has none."""
     oid = pg_type.oid
     plain = _PLAIN.get(oid)
     if plain is not None:
-        return _Spec(plain[0], plain[1])
+        return ConnectSpec(plain[0], plain[1])
     semantic = _SEMANTIC_STRINGS.get(oid)
     if semantic is not None:
-        return _named("string", semantic, _SEMANTIC_CONVERTERS.get(oid, _passthrough))
+        return named_schema("string", semantic, _SEMANTIC_CONVERTERS.get(oid, _passthrough))
     if pg_type.is_enum:
-        return _named(
+        return named_schema(
             "string", "io.debezium.data.Enum", _passthrough, allowed=",".join(pg_type.enum_labels)
         )
     builder = _BUILDERS.get(oid)
@@ -1192,37 +960,39 @@ def _scalar_spec(pg_type: PgType, typmod: int, options: TypeOptions) -> _Spec | 
     return None
 
 
-def _bit_spec(typmod: int, options: TypeOptions) -> _Spec:
+def _bit_spec(typmod: int, options: TypeOptions) -> ConnectSpec:
     if typmod > 1:
-        return _named("bytes", "io.debezium.data.Bits", _bits, length=str(typmod))
-    return _Spec("boolean", _bit_to_bool)
+        return encoders.bits_schema(_bits, typmod)
+    return ConnectSpec("boolean", _bit_to_bool)
 
 
-def _varbit_spec(typmod: int, options: TypeOptions) -> _Spec:
+def _varbit_spec(typmod: int, options: TypeOptions) -> ConnectSpec:
     length = _VARBIT_UNBOUNDED_LENGTH if typmod < 0 else typmod
     if length > 1:
-        return _named("bytes", "io.debezium.data.Bits", _bits, length=str(length))
-    return _Spec("boolean", _bit_to_bool)
+        return encoders.bits_schema(_bits, length)
+    return ConnectSpec("boolean", _bit_to_bool)
 
 
-def _bytea_spec(typmod: int, options: TypeOptions) -> _Spec:
+def _bytea_spec(typmod: int, options: TypeOptions) -> ConnectSpec:
     mode = options.binary_handling_mode
     if mode == "hex":
-        return _Spec("string", _bytea_hex)
-    return _Spec(_binary_type(mode), partial(_bytea, _BINARY_ENCODERS[mode]))
+        return ConnectSpec("string", _bytea_hex)
+    return ConnectSpec(
+        encoders.binary_schema_type(mode), partial(_bytea, encoders.binary_encoder(mode))
+    )
 
 
-def _extension_spec(name: str, options: TypeOptions) -> _Spec:
+def _extension_spec(name: str, options: TypeOptions) -> ConnectSpec:
     if name == "citext":
-        return _Spec("string", _passthrough)
+        return ConnectSpec("string", _passthrough)
     if name == "ltree":
-        return _named("string", "io.debezium.data.Ltree", _passthrough)
+        return named_schema("string", "io.debezium.data.Ltree", _passthrough)
     if name == "hstore":
         return _hstore_spec(options)
     return _geometry_spec("Geometry" if name == "geometry" else "Geography")
 
 
-_BUILDERS: Final[dict[int, Callable[[int, TypeOptions], _Spec]]] = {
+_BUILDERS: Final[dict[int, Callable[[int, TypeOptions], ConnectSpec]]] = {
     _Oid.BIT: _bit_spec,
     _Oid.VARBIT: _varbit_spec,
     _Oid.BYTEA: _bytea_spec,
@@ -1239,7 +1009,7 @@ _BUILDERS: Final[dict[int, Callable[[int, TypeOptions], _Spec]]] = {
     _Oid.POLYGON: lambda typmod, options: _geometry_spec("Geometry", geometric.polygon),
     _Oid.CIRCLE: lambda typmod, options: _circle_spec(),
     _Oid.LINE: lambda typmod, options: _line_spec(),
-    _Oid.TIMESTAMPTZ: lambda typmod, options: _named(
+    _Oid.TIMESTAMPTZ: lambda typmod, options: named_schema(
         "string",
         "io.debezium.time.ZonedTimestamp",
         partial(_zoned_timestamp, _time_precision(typmod)),
@@ -1247,15 +1017,17 @@ _BUILDERS: Final[dict[int, Callable[[int, TypeOptions], _Spec]]] = {
 }
 
 
-def _unknown_spec(options: TypeOptions) -> _Spec:
+def _unknown_spec(options: TypeOptions) -> ConnectSpec:
     """Opaque bytes of the text form, per binary.handling.mode."""
     mode = options.binary_handling_mode
-    return _Spec(_binary_type(mode), partial(_opaque, _BINARY_ENCODERS[mode]))
+    return ConnectSpec(
+        encoders.binary_schema_type(mode), partial(_opaque, encoders.binary_encoder(mode))
+    )
 
 
 def _array_spec(
     array: PgType, typmod: int, registry: TypeRegistry, options: TypeOptions
-) -> _Spec | None:
+) -> ConnectSpec | None:
     element = registry.element(array)
     if element is None or element.oid in _ARRAY_EXCLUDED:
         return None
@@ -1273,7 +1045,7 @@ def _array_spec(
     items_optional = supported and not element.is_enum
     delimiter = _ARRAY_DELIMITERS.get(element.oid, ",")
     convert = partial(_array, spec.convert, delimiter)
-    return _Spec("array", convert, items=spec.schema(items_optional))
+    return ConnectSpec("array", convert, items=spec.schema(items_optional))
 
 
 def column_for(
@@ -1292,7 +1064,7 @@ def column_for(
     """
     declared = registry.get(type_oid)
     resolved = registry.resolve(type_oid, typmod)
-    spec: _Spec | None = None
+    spec: ConnectSpec | None = None
     if resolved is not None:
         base, typmod = resolved
         if base.is_array:
