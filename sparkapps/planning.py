@@ -257,7 +257,9 @@ def prepare(
     """Decode the accepted records of one table and collect their :class:`Facts`."""
     changes = decode(records, reconciled, keyed=keyed).persist(StorageLevel.MEMORY_AND_DISK)
     columns = tuple(reconciled.columns.fields)
-    unavailable = tuple(transforms.unavailable_columns(columns, placeholder))
+    # A key column never holds the placeholder: Debezium sends keys whole.
+    valued = [c for c in columns if c.name not in keys]
+    unavailable = tuple(transforms.unavailable_columns(valued, placeholder))
     return TableWork(
         topic=topic,
         name=name,
