@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -54,37 +54,81 @@ class Credentials(Spec):
     )
 
 
-class PostgresSource(Spec):
-    """A PostgreSQL primary with wal_level=logical."""
+class DatabaseSource(Spec):
+    """What every source database spec has: where it listens, the login Secret, the CA."""
 
-    host: str = Field(min_length=1, description="Host name or address of the primary.")
-    port: int = Field(5432, ge=1, le=65535, description="Port of the server.")
-    database: str = Field(min_length=1, description="Database to capture.")
+    host: str = Field(min_length=1, description="Host name or address of the server.")
+    port: int = Field(ge=1, le=65535, description="Port of the server.")
     credentials: Credentials = Field(
         default_factory=Credentials, description="Secret with the connector's database login."
-    )
-    ssl_mode: Literal["disable", "allow", "prefer", "require", "verify-ca", "verify-full"] = Field(
-        "prefer", alias="sslMode", description="libpq sslmode."
     )
     ca_secret_name: str = Field(
         "", alias="caSecretName", description="Secret whose ca.crt verifies the server (TLS)."
     )
 
+    ca_property: ClassVar[str] = ""
+    """The connector property that names the CA file the operator mounts from caSecretName."""
+
+    def url(self, kind: str) -> str:
+        """``kind://host:port`` (and ``/database`` where the source names one), for status."""
+        return f"{kind}://{self.host}:{self.port}"
+
+
+class PostgresSource(DatabaseSource):
+    """A PostgreSQL primary with wal_level=logical."""
+
+    ca_property: ClassVar[str] = "database.sslrootcert"
+
+    port: int = Field(5432, ge=1, le=65535, description="Port of the server.")
+    database: str = Field(min_length=1, description="Database to capture.")
+    ssl_mode: Literal["disable", "allow", "prefer", "require", "verify-ca", "verify-full"] = Field(
+        "prefer", alias="sslMode", description="libpq sslmode."
+    )
+
+    def url(self, kind: str) -> str:
+        return f"{super().url(kind)}/{self.database}"
+
 
 class Source(Spec):
-    """The source database: exactly one of the typed sources."""
+    """The source database: exactly one of the typed sources, named by its kind."""
 
     postgresql: PostgresSource | None = Field(None, description="A PostgreSQL source.")
 
     @model_validator(mode="after")
     def _exactly_one(self) -> Source:
-        if self.postgresql is None:
-            raise ValueError("spec.source needs exactly one of: postgresql")
+        chosen = [kind for kind in SOURCE_KINDS if getattr(self, kind) is not None]
+        if len(chosen) != 1:
+            raise ValueError(f"spec.source needs exactly one of: {', '.join(SOURCE_KINDS)}")
         return self
 
     @property
     def kind(self) -> str:
-        return "postgresql"
+        """The one source's kind, e.g. ``postgresql``."""
+        return next(kind for kind in SOURCE_KINDS if getattr(self, kind) is not None)
+
+    @property
+    def selected(self) -> DatabaseSource:
+        """The one source's spec."""
+        chosen: DatabaseSource = getattr(self, self.kind)
+        return chosen
+
+    def url(self) -> str:
+        """``postgresql://host:port/database`` and the like, for the SOURCE column."""
+        return self.selected.url(self.kind)
+
+
+SOURCE_KINDS = ("postgresql",)
+"""The fields of :class:`Source`, one per connector kind."""
+
+
+def default_port(kind: str) -> int | None:
+    """The port a ``spec.source.<kind>`` gets when it names none."""
+    annotation = Source.model_fields[kind].annotation
+    model = next(
+        (arg for arg in getattr(annotation, "__args__", ()) if arg is not type(None)), None
+    )
+    default = model.model_fields["port"].default if model is not None else None
+    return default if isinstance(default, int) else None
 
 
 class Tables(Spec):

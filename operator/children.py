@@ -70,9 +70,9 @@ def engine_config(resource: CdcConnector) -> str:
     spec = document["spec"]
     if resource.spec.offsets.store == "file" and not resource.spec.offsets.path:
         spec["offsets"]["path"] = OFFSETS_FILE
-    source = resource.spec.source.postgresql
-    if source is not None and source.ca_secret_name:
-        spec["config"]["database.sslrootcert"] = f"{DATABASE_CA_DIR}/ca.crt"
+    source = resource.spec.source.selected
+    if source.ca_secret_name:
+        spec["config"][source.ca_property] = f"{DATABASE_CA_DIR}/ca.crt"
     return yaml.safe_dump(document, sort_keys=True)
 
 
@@ -90,9 +90,8 @@ def _env(resource: CdcConnector) -> list[JSON]:
         return {"name": name, "valueFrom": {"secretKeyRef": {"name": secret, "key": key}}}
 
     env: list[JSON] = [{"name": "CDCFLOW_CACHE", "value": DATA_DIR}]
-    source = resource.spec.source.postgresql
-    if source is not None and source.credentials.secret_name:
-        credentials = source.credentials
+    credentials = resource.spec.source.selected.credentials
+    if credentials.secret_name:
         env.append(
             from_secret("CDCFLOW_DATABASE_USER", credentials.secret_name, credentials.username_key)
         )
@@ -137,8 +136,8 @@ def _volumes(resource: CdcConnector) -> tuple[list[JSON], list[JSON]]:
 
 def _ca_secrets(resource: CdcConnector) -> list[tuple[str, str, str]]:
     out = []
-    source = resource.spec.source.postgresql
-    if source is not None and source.ca_secret_name:
+    source = resource.spec.source.selected
+    if source.ca_secret_name:
         out.append(("database-ca", source.ca_secret_name, DATABASE_CA_DIR))
     kafka = resource.spec.kafka
     if kafka is not None and kafka.tls is not None and kafka.tls.ca_secret_name:
@@ -149,9 +148,9 @@ def _ca_secrets(resource: CdcConnector) -> list[tuple[str, str, str]]:
 def referenced_secrets(resource: CdcConnector) -> list[str]:
     """Names of every Secret the capture pod reads (login, Kafka login, CAs)."""
     names = [secret for _, secret, _ in _ca_secrets(resource)]
-    source = resource.spec.source.postgresql
-    if source is not None and source.credentials.secret_name:
-        names.append(source.credentials.secret_name)
+    credentials = resource.spec.source.selected.credentials
+    if credentials.secret_name:
+        names.append(credentials.secret_name)
     kafka = resource.spec.kafka
     if kafka is not None and kafka.authentication is not None:
         names.append(kafka.authentication.secret_name)

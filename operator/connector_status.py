@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from cdcflow.capture.resource import CdcConnector
+from cdcflow.capture.resource import SOURCE_KINDS, CdcConnector, default_port
 from cdcflow.operator.conditions import Condition, summary
 
 
@@ -117,16 +117,15 @@ def _compute(observed: Observed) -> ConnectorStatus:
 def raw_source(spec: dict[str, Any]) -> str:
     """``postgresql://host:port/database`` from an unvalidated spec, as far as it goes."""
     for kind, source in ((spec.get("source") or {}) or {}).items():
-        if isinstance(source, dict):
-            port = source.get("port", 5432)
-            return f"{kind}://{source.get('host', '')}:{port}/{source.get('database', '')}"
+        if isinstance(source, dict) and kind in SOURCE_KINDS:
+            port = source.get("port", default_port(kind))
+            database = f"/{source['database']}" if source.get("database") else ""
+            return f"{kind}://{source.get('host', '')}:{port}{database}"
     return ""
 
 
 def _source(resource: CdcConnector) -> str:
-    pg = resource.spec.source.postgresql
-    assert pg is not None
-    return f"postgresql://{pg.host}:{pg.port}/{pg.database}"
+    return resource.spec.source.url()
 
 
 def _from_capture(capture: dict[str, Any], fields: dict[str, Any]) -> ConnectorStatus:

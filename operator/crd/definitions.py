@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from cdcflow.capture.resource import QUANTITY, ConnectorSpec
+from cdcflow.capture.resource import QUANTITY, SOURCE_KINDS, ConnectorSpec
 from cdcflow.operator.crd.schema import JSON, structural
 from cdcflow.operator.resources import SnapshotSignalSpec
 from cdcflow.sparkapps.config import SinkSpec
@@ -172,13 +172,15 @@ def connector_crd() -> JSON:
             "rule": "has(self.kafka)",
             "message": "spec.kafka.bootstrapServers is required: the capture pod writes to Kafka",
         },
-        {
-            "rule": "!has(self.source.postgresql) || "
-            "(has(self.source.postgresql.credentials) && "
-            "self.source.postgresql.credentials.secretName != '')",
-            "message": "spec.source.postgresql.credentials.secretName is required: the capture "
-            "pod logs in with the username and password of that Secret",
-        },
+        *(
+            {
+                "rule": f"!has(self.source.{kind}) || (has(self.source.{kind}.credentials) && "
+                f"self.source.{kind}.credentials.secretName != '')",
+                "message": f"spec.source.{kind}.credentials.secretName is required: the capture "
+                "pod logs in with the username and password of that Secret",
+            }
+            for kind in SOURCE_KINDS
+        ),
         {
             "rule": "(has(self.offsets) ? self.offsets.resetRequest : 0) == "
             "(has(oldSelf.offsets) ? oldSelf.offsets.resetRequest : 0) || self.state == 'stopped'",
@@ -213,8 +215,10 @@ def connector_crd() -> JSON:
     # Values are strings, numbers or booleans; CEL cannot type such a map, so credentials in
     # config are refused by the operator (Stalled, InvalidConfig) rather than by a rule here.
     spec["properties"]["config"]["maxProperties"] = MAX_CONFIG_PROPERTIES
+    chosen = " + ".join(f"(has(self.{kind}) ? 1 : 0)" for kind in SOURCE_KINDS)
+    kinds = ", ".join(SOURCE_KINDS)
     spec["properties"]["source"]["x-kubernetes-validations"] = [
-        {"rule": "has(self.postgresql)", "message": "source needs exactly one of: postgresql"}
+        {"rule": f"{chosen} == 1", "message": f"source needs exactly one of: {kinds}"}
     ]
     return crd
 
