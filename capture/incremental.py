@@ -383,12 +383,7 @@ class IncrementalSnapshotter:
         table = window.table.id
         collection = state.collections[0]
         for row in window.rows.values():
-            row_source = {
-                **source,
-                "snapshot": "incremental",
-                "schema": table.schema,
-                "table": table.table,
-            }
+            row_source = self._source.source_for(source, table, snapshot="incremental")
             self._emit(RowChange(window.table, Op.READ, None, row.values, row_source))
         collection.rows += len(window.rows)
         if window.last_key is not None:
@@ -503,12 +498,7 @@ class IncrementalSnapshotter:
             rows = self._source.read_chunk(
                 schema, key=key, after=after, up_to=top, condition=condition, limit=self._chunk_size
             )
-            source = {
-                **base,
-                "snapshot": "true",
-                "schema": schema.id.schema,
-                "table": schema.id.table,
-            }
+            source = self._source.source_for(base, schema.id, snapshot="true")
             for row in rows:
                 self._emit(RowChange(schema, Op.READ, None, row.values, dict(source)))
             count += len(rows)

@@ -178,12 +178,11 @@ class Dispatcher:
         if "t" in self._skipped:
             self._stats.events_filtered += len(event.tables)
             return
-        for table in event.tables:
+        for table, source in zip(event.tables, event.sources, strict=True):
             if not self._filters.captures(table.id):
                 continue
             tx = self._tx
             block = tx.blocks(str(table.id), event.tx_id)() if tx is not None else None
-            source = {**event.source, "schema": table.id.schema, "table": table.id.table}
             self._sink.write(self.serializer(table).truncate(source, block))
             self._stats.saw_event(event.source["ts_ms"])
 

@@ -9,7 +9,7 @@ every connector.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from cdcflow.capture.errors import FatalError
 from cdcflow.capture.spi import Offset, RowChange
@@ -132,6 +132,7 @@ def mark_positions(changes: Iterable[RowChange]) -> Iterator[RowChange]:
             marker = "first_in_data_collection"
         else:
             marker = "true"
-        current.source["snapshot"] = marker
+        if current.source.get("snapshot") != marker:  # connectors mark rows "true"
+            current = replace(current, source={**current.source, "snapshot": marker})
         yield current
         first, previous_table, current = False, table, following

@@ -132,11 +132,17 @@ class LogMessage:
 
 @dataclass(frozen=True, slots=True)
 class Truncate:
-    """Tables truncated in one statement; one ``op: t`` event per table."""
+    """Tables truncated in one statement; one ``op: t`` event per table, each with the
+    ``source`` block at the same index of ``sources`` (the connector names the table there)."""
 
     tables: tuple[TableSchema, ...]
-    source: dict[str, Any]
+    sources: tuple[dict[str, Any], ...]
     tx_id: str | None = None
+
+    @property
+    def source(self) -> dict[str, Any]:
+        """The first table's block: what the statement shares (time, position)."""
+        return self.sources[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,6 +249,13 @@ class ChunkSource(Protocol):
 
     def delete_signal(self, *, signal_id: str) -> None:
         """Delete a row of the signal table, committed at once."""
+        ...
+
+    def source_for(
+        self, source: Mapping[str, Any], table: TableId, *, snapshot: str
+    ) -> dict[str, Any]:
+        """``source`` (a streamed event's block, or empty) as the block of a snapshot row of
+        ``table``: the connector's own table fields, ``snapshot`` set to ``snapshot``."""
         ...
 
 

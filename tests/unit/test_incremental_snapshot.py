@@ -7,6 +7,7 @@ against real PostgreSQL in the integration tests.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -76,6 +77,11 @@ class MemoryTable:
 
     def delete_signal(self, *, signal_id: str) -> None:
         self.log.append(("deleted", signal_id))
+
+    def source_for(
+        self, source: Mapping[str, Any], table: TableId, *, snapshot: str
+    ) -> dict[str, Any]:
+        return {**source, "snapshot": snapshot, "schema": table.schema, "table": table.table}
 
 
 EXECUTE = signals.parse(

@@ -13,7 +13,7 @@ import contextlib
 import logging
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -156,6 +156,11 @@ class PostgresChunks:
             _table(self._signal_table), sql.Identifier(id_column)
         )
         self._emit(statement, (signal_id,))
+
+    def source_for(
+        self, source: Mapping[str, Any], table: TableId, *, snapshot: str
+    ) -> dict[str, Any]:
+        return {**source, "snapshot": snapshot, "schema": table.schema, "table": table.table}
 
     def _emit(self, statement: sql.Composed, params: tuple[Any, ...]) -> None:
         """Write a watermark, retried as ``signal.emit.failure.*`` says: after a failure the

@@ -454,8 +454,8 @@ class PostgresStream:
         )
         if not tables:
             return None
-        source = self._source_for(tables[0].id, lsn)
-        return Truncate(tables, source, self._tx_id(lsn))
+        sources = tuple(self._source_for(table.id, lsn) for table in tables)
+        return Truncate(tables, sources, self._tx_id(lsn))
 
     def _message(self, message: pgoutput.Message, lsn: int) -> Event:
         if message.transactional and self._tx is not None:
