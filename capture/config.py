@@ -33,6 +33,7 @@ from pydantic import (
 from cdcflow.capture.mapping import ColumnRule, parse_rule, propagation_rules
 from cdcflow.capture.names import AdjustmentMode
 from cdcflow.capture.notify_http import check_url
+from cdcflow.capture.spi import TableId
 
 log = logging.getLogger(__name__)
 
@@ -386,6 +387,13 @@ class EngineProperties(BaseModel):
                 f"heartbeat.topics.prefix): leave it unset or use {TOPIC_NAMING_STRATEGIES[0]}"
             )
         return value.strip()
+
+    @field_validator("signal_data_collection")
+    @classmethod
+    def _signal_table_name(cls, value: str) -> str:
+        if value:
+            TableId.parse(value)
+        return value
 
     @field_validator("custom_sanitize_pattern")
     @classmethod

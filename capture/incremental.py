@@ -328,7 +328,7 @@ class IncrementalSnapshotter:
     def _open_chunk(self, collection: _Collection) -> bool:
         """Start the next window of ``collection``; False when the table needs no more chunks."""
         assert self._state is not None
-        table = self._source.snapshot_schema(_table_id(collection.table))
+        table = self._source.snapshot_schema(TableId.parse(collection.table))
         key = (
             (collection.surrogate_key,)
             if collection.surrogate_key
@@ -512,11 +512,6 @@ class IncrementalSnapshotter:
     ) -> None:
         details = {"connector_name": self._connector, "signal_id": signal_id, **data}
         self._notify(Notification(aggregate, kind, details))
-
-
-def _table_id(name: str) -> TableId:
-    schema, _, table = name.partition(".")
-    return TableId(schema, table)
 
 
 def _condition_for(table: TableId, conditions: dict[str, str] | Any) -> str | None:

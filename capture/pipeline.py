@@ -49,11 +49,6 @@ SIGNALS = 2
 MessageRecord = Callable[[LogMessage, dict[str, Any] | None], Record]
 
 
-def _table_id(name: str) -> TableId | None:
-    schema, _, table = name.partition(".")
-    return TableId(schema, table) if table else None
-
-
 #: The data collection Debezium counts logical decoding messages under in END events.
 MESSAGE_COLLECTION = "LOGICAL_DECODING_MESSAGE"
 
@@ -105,7 +100,8 @@ class Dispatcher:
         self._serializers: dict[int, tuple[TableSchema, TableSerializer]] = {}
         self._tx: _Transaction | None = None
         self._flags: dict[TableId, int] = {}
-        self._signal_table = _table_id(properties.signal_data_collection)
+        signal = properties.signal_data_collection
+        self._signal_table = TableId.parse(signal) if signal else None
         self.signalling: Signalling | None = None
 
     def _classify(self, table: TableId) -> int:

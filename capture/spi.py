@@ -40,6 +40,18 @@ class TableId:
     def __str__(self) -> str:
         return f"{self.schema}.{self.table}"
 
+    @classmethod
+    def parse(cls, name: str) -> TableId:
+        """A table named as in Debezium's properties: ``schema.table`` (PostgreSQL, and
+        ``database.table`` for MySQL) or ``database.schema.table`` (Db2's data collections:
+        the database is the connector's one and is dropped)."""
+        parts = name.split(".")
+        if len(parts) not in (2, 3) or not all(parts):
+            raise ValueError(
+                f"{name!r} is not a table name: write schema.table (or database.schema.table)"
+            )
+        return cls(parts[-2], parts[-1])
+
 
 @dataclass(frozen=True, slots=True)
 class Column:

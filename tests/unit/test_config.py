@@ -198,3 +198,13 @@ def test_kafka_sasl_settings_come_from_the_environment(monkeypatch: pytest.Monke
         "sasl.password": "pw",
         "ssl.ca.location": "/etc/cdcflow/kafka-ca/ca.crt",
     }
+
+
+def test_table_names_parse_alike_for_every_connector() -> None:
+    from cdcflow.capture.spi import TableId
+
+    assert TableId.parse("public.orders") == TableId("public", "orders")
+    assert TableId.parse("inventory.orders") == TableId("inventory", "orders")  # MySQL db.table
+    assert TableId.parse("TESTDB.DB2INST1.ORDERS") == TableId("DB2INST1", "ORDERS")  # Db2
+    with pytest.raises(ConfigError, match=r"signal.data.collection.*write schema.table"):
+        parse_properties({"topic.prefix": "shop", "signal.data.collection": "signals"})

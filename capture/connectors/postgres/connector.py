@@ -491,12 +491,11 @@ class PostgresConnector:
         if self._catalog is None:
             raise RuntimeError("prepare() first")
         signal = self.properties.signal_data_collection
-        schema, _, table = signal.partition(".")
         self._chunks = PostgresChunks(
             connect(self.endpoint),
             catalog=self._catalog,
             captured=self.captured_tables,
-            signal_table=TableId(schema, table) if table else None,
+            signal_table=TableId.parse(signal) if signal else None,
             converting=self._converting,
             emit_retries=SignalEmitRetries(
                 max_retries=self.properties.signal_emit_failure_max_retries,
@@ -528,9 +527,9 @@ class PostgresConnector:
 
     def insert_signal(self, *, table: str, signal_id: str, signal_type: str, data: str) -> bool:
         """Insert a signal row on a connection of its own; False when the id exists already."""
-        schema, _, name = table.partition(".")
+        target = TableId.parse(table)
         statement = sql.SQL("INSERT INTO {} VALUES (%s, %s, %s) ON CONFLICT DO NOTHING").format(
-            sql.Identifier(schema, name)
+            sql.Identifier(target.schema, target.table)
         )
         with connect(self.endpoint) as conn:
             return conn.execute(statement, (signal_id, signal_type, data)).rowcount == 1
