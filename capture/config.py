@@ -456,6 +456,89 @@ class EngineProperties(BaseModel):
         return frozenset(skipped)
 
 
+HISTORY_STORES = {
+    "io.debezium.storage.kafka.history.KafkaSchemaHistory": "kafka",
+    "io.debezium.storage.file.history.FileSchemaHistory": "file",
+    "io.debezium.relational.history.MemorySchemaHistory": "memory",
+}
+"""``schema.history.internal`` classes cdcflow provides, and the store each one means."""
+_HISTORY_SUFFIXES = (
+    "",
+    ".kafka.topic",
+    ".kafka.bootstrap.servers",
+    ".kafka.recovery.poll.interval.ms",
+    ".kafka.recovery.attempts",
+    ".file.filename",
+    ".skip.unparseable.ddl",
+    ".store.only.captured.tables.ddl",
+)
+HISTORY_ALIASES: Mapping[str, str] = MappingProxyType(
+    {
+        **DEPRECATED_ALIASES,
+        **{f"database.history{end}": f"schema.history.internal{end}" for end in _HISTORY_SUFFIXES},
+        "database.history.store.only.monitored.tables.ddl": (
+            "schema.history.internal.store.only.captured.tables.ddl"
+        ),
+    }
+)
+"""Debezium 1.x's ``database.history.*`` names of the schema history properties."""
+
+
+class HistorizedProperties(EngineProperties):
+    """The properties of connectors that keep schema history (MySQL, Db2): where the history
+    is stored and whether schema changes go to the schema-change topic."""
+
+    aliases: ClassVar[Mapping[str, str]] = HISTORY_ALIASES
+
+    schema_history_internal: str = Field(
+        "io.debezium.storage.kafka.history.KafkaSchemaHistory",
+        alias="schema.history.internal",
+        description="The store: Kafka (default), a file or memory (tests), by Debezium's class.",
+    )
+    schema_history_internal_kafka_topic: str = Field(
+        "", alias="schema.history.internal.kafka.topic"
+    )
+    schema_history_internal_kafka_bootstrap_servers: str = Field(
+        "",
+        alias="schema.history.internal.kafka.bootstrap.servers",
+        description="Default: spec.kafka.bootstrapServers.",
+    )
+    schema_history_internal_kafka_recovery_poll_interval_ms: int = Field(
+        100, alias="schema.history.internal.kafka.recovery.poll.interval.ms", gt=0
+    )
+    schema_history_internal_kafka_recovery_attempts: int = Field(
+        100, alias="schema.history.internal.kafka.recovery.attempts", gt=0
+    )
+    schema_history_internal_file_filename: str = Field(
+        "", alias="schema.history.internal.file.filename"
+    )
+    schema_history_internal_skip_unparseable_ddl: bool = Field(
+        False, alias="schema.history.internal.skip.unparseable.ddl"
+    )
+    schema_history_internal_store_only_captured_tables_ddl: bool = Field(
+        False, alias="schema.history.internal.store.only.captured.tables.ddl"
+    )
+    schema_history_internal_store_only_captured_databases_ddl: bool = Field(
+        False, alias="schema.history.internal.store.only.captured.databases.ddl"
+    )
+    include_schema_changes: bool = Field(True, alias="include.schema.changes")
+
+    @field_validator("schema_history_internal")
+    @classmethod
+    def _known_store(cls, value: str) -> str:
+        if value.strip() not in HISTORY_STORES:
+            raise ValueError(
+                f"{value} is a Java SchemaHistory, and cdcflow runs no Java code; use one of "
+                f"{', '.join(HISTORY_STORES)}"
+            )
+        return value.strip()
+
+    @property
+    def history_store(self) -> str:
+        """``kafka``, ``file`` or ``memory``."""
+        return HISTORY_STORES[self.schema_history_internal]
+
+
 def known_properties(model: type[EngineProperties]) -> list[str]:
     """Every property name ``model`` accepts, sorted, for error messages and docs."""
     names = [field.alias for field in model.model_fields.values() if field.alias]

@@ -15,7 +15,7 @@ import re
 import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from cdcflow.capture import registry
 from cdcflow.capture import snapshot as snapshots
-from cdcflow.capture.config import ConfigError, EngineProperties
+from cdcflow.capture.config import ConfigError, EngineProperties, HistorizedProperties
 from cdcflow.capture.credentials import Login
 from cdcflow.capture.envelope import Framing, context_headers
 from cdcflow.capture.errors import FatalError, RetriableError
@@ -37,9 +37,13 @@ from cdcflow.capture.signalling import Notifications, Signalling
 from cdcflow.capture.spi import (
     Connector,
     Heartbeats,
+    Historized,
     LogMessages,
     Offset,
     OffsetStore,
+    Record,
+    SchemaChange,
+    SchemaHistory,
     SignalWriter,
     Sink,
 )
@@ -81,6 +85,8 @@ class Engine:
     sink: Sink
     offsets: OffsetStore
     stats: Stats
+    history: SchemaHistory | None = None
+    """Where a historized connector's schema changes are kept (None for PostgreSQL)."""
     stop: threading.Event = field(default_factory=threading.Event)
     _http_notifier: HttpNotifier | None = field(default=None, init=False, repr=False)
 
@@ -133,7 +139,43 @@ class Engine:
             message_record=(
                 self.connector.message_record if isinstance(self.connector, LogMessages) else None
             ),
+            history=self.history,
+            schema_change_record=self._schema_change_records(),
         )
+
+    def _schema_change_records(self) -> Callable[[SchemaChange], Record] | None:
+        """The schema-change topic's records, when ``include.schema.changes`` is on."""
+        properties = self.properties
+        if (
+            not isinstance(properties, HistorizedProperties)
+            or not properties.include_schema_changes
+        ):
+            return None
+        from cdcflow.capture.schema_changes import SchemaChangeRecords
+
+        return SchemaChangeRecords(
+            topic=properties.topic_prefix,
+            connector=self.resource.spec.source.kind,
+            source_schema=self.connector.source_schema,
+            key_schemas=properties.key_converter_schemas_enable,
+            value_schemas=properties.value_converter_schemas_enable,
+        ).record
+
+    def _recover(self, offset: Offset | None) -> None:
+        """Rebuild a historized connector's table structures as of ``offset``."""
+        connector, history = self.connector, self.history
+        if not isinstance(connector, Historized) or history is None:
+            return
+        history.start()
+        if history.exists():
+            connector.recover(history.changes(), offset)
+        elif offset is not None:
+            raise FatalError(
+                "the schema history is empty but the connector has stored offsets, so rows "
+                "cannot be decoded with the structure they were written with. Rebuild the "
+                "history with snapshot.mode=recovery (the structure as it is now), or reset the "
+                "offsets (`cdcflow offsets reset`) to snapshot again"
+            )
 
     def run(self) -> None:
         """Run until stopped; retry retriable failures once the connector has come up.
@@ -196,6 +238,7 @@ class Engine:
         finished = False
         try:
             offset = self.offsets.load()
+            self._recover(offset)
             stats.captured_tables = [str(t) for t in connector.prepare()]
             stats.connected = True
             pipeline.dispatcher.signalling = self._signalling(pipeline, offset)
@@ -305,13 +348,20 @@ class Engine:
         self.offsets.save(marker)
         log.info("snapshot of %d table(s) starting", len(tables))
         started = time.monotonic()
-        changes = self.connector.snapshot(list(tables))
+        steps = self.connector.snapshot_steps(list(tables))
         try:
-            pipeline.snapshot(_track_tables(snapshots.mark_positions(changes), self.stats))
+            steps.lock()
+            offset = steps.position()
+            for change in steps.structure():
+                pipeline.schema_change(change)
+            steps.release()
+            rows = snapshots.mark_positions(steps.rows())
+            pipeline.snapshot(_track_tables(rows, self.stats))
         except InterruptedError:
             self.stats.finish_snapshot(aborted=True)
             raise
-        offset: Offset = self.connector.snapshot_offset()
+        finally:
+            steps.close()
         pipeline.commit(offset, None)
         self.stats.finish_snapshot()
         log.info(
@@ -383,6 +433,40 @@ def build_engine(
         sink=_sink(resource, properties, sink, stats=stats),
         offsets=_offsets(resource, properties, offsets_path),
         stats=stats,
+        history=schema_history(resource, properties),
+    )
+
+
+def schema_history(resource: CdcConnector, properties: EngineProperties) -> SchemaHistory | None:
+    """The schema history store ``schema.history.internal`` names, for historized connectors."""
+    if not isinstance(properties, HistorizedProperties):
+        return None
+    from cdcflow.capture.history import FileSchemaHistory, MemorySchemaHistory
+
+    server = properties.topic_prefix
+    if properties.history_store == "memory":
+        return MemorySchemaHistory()
+    if properties.history_store == "file":
+        name = properties.schema_history_internal_file_filename
+        path = Path(name) if name else default_offsets_path(resource).with_suffix(".history")
+        return FileSchemaHistory(path, server=server)
+    bootstrap = properties.schema_history_internal_kafka_bootstrap_servers or (
+        resource.spec.kafka.bootstrap_servers if resource.spec.kafka else ""
+    )
+    if not bootstrap:
+        raise ConfigError(
+            "schema history in Kafka needs schema.history.internal.kafka.bootstrap.servers "
+            "or spec.kafka.bootstrapServers"
+        )
+    from cdcflow.capture.kafka.history import KafkaSchemaHistory
+
+    return KafkaSchemaHistory(
+        bootstrap_servers=bootstrap,
+        client_config=kafka_security(resource.spec.kafka) if resource.spec.kafka else {},
+        topic=properties.schema_history_internal_kafka_topic or f"{server}-schema-history",
+        server=server,
+        recovery_poll_interval_ms=properties.schema_history_internal_kafka_recovery_poll_interval_ms,
+        recovery_attempts=properties.schema_history_internal_kafka_recovery_attempts,
     )
 
 

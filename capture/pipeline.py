@@ -29,6 +29,8 @@ from cdcflow.capture.spi import (
     OffsetStore,
     Record,
     RowChange,
+    SchemaChange,
+    SchemaHistory,
     Sink,
     StreamingSource,
     TableId,
@@ -215,6 +217,8 @@ class Pipeline:
         stop: threading.Event,
         on_heartbeat: Callable[[], None] | None = None,
         message_record: MessageRecord | None = None,
+        history: SchemaHistory | None = None,
+        schema_change_record: Callable[[SchemaChange], Record] | None = None,
     ) -> None:
         self.dispatcher = self._dispatcher = dispatcher
         self._sink = sink
@@ -226,6 +230,8 @@ class Pipeline:
         self._signal_poll_interval = properties.signal_poll_interval_ms / 1000
         self._on_heartbeat = on_heartbeat
         self._message_record = message_record
+        self._history = history
+        self._schema_change_record = schema_change_record
 
     def commit(self, offset: Offset, source: StreamingSource | None) -> None:
         """Make ``offset`` durable: flush the sink, save the offset, then tell the database.
@@ -269,6 +275,8 @@ class Pipeline:
                     dispatcher.truncate(event)
                 case LogMessage():
                     self._message(event)
+                case SchemaChange():
+                    self.schema_change(event)
                 case _:
                     assert_never(event)
             now = time.monotonic()
@@ -288,6 +296,14 @@ class Pipeline:
                 break
         if pending is not None:
             self.commit(pending, source)
+
+    def schema_change(self, event: SchemaChange) -> None:
+        """Record a DDL to schema history (durable before any later offset is committed, as
+        every commit follows it), then emit it on the schema-change topic when enabled."""
+        if self._history is not None:
+            self._history.record(event)
+        if self._schema_change_record is not None:
+            self._sink.write(self._schema_change_record(event))
 
     def _message(self, event: LogMessage) -> None:
         if self._message_record is None:

@@ -164,7 +164,76 @@ class Idle:
     offset: Offset | None = None
 
 
-Event = RowChange | TxBegin | TxCommit | LogMessage | Truncate | Idle
+@dataclass(frozen=True, slots=True)
+class ColumnStructure:
+    """One column as schema history records it (Debezium's ``tableChanges[].table.columns``)."""
+
+    name: str
+    jdbc_type: int
+    """``java.sql.Types`` code, e.g. 4 INTEGER, 12 VARCHAR."""
+    type_name: str
+    position: int
+    """1-based ordinal."""
+    optional: bool = True
+    type_expression: str | None = None
+    native_type: int | None = None
+    charset_name: str | None = None
+    length: int | None = None
+    scale: int | None = None
+    auto_incremented: bool = False
+    generated: bool = False
+    comment: str | None = None
+    default_value_expression: str | None = None
+    enum_values: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TableStructure:
+    """A table's structure, independent of how its values are converted."""
+
+    id: TableId
+    columns: tuple[ColumnStructure, ...]
+    primary_key: tuple[str, ...] = ()
+    default_charset_name: str | None = None
+    comment: str | None = None
+
+
+class TableChangeType(enum.StrEnum):
+    """What a DDL did to one table."""
+
+    CREATE = "CREATE"
+    ALTER = "ALTER"
+    DROP = "DROP"
+
+
+@dataclass(frozen=True, slots=True)
+class TableChange:
+    """One table's structure after a DDL (for a drop: the structure it had)."""
+
+    type: TableChangeType
+    table: TableStructure
+    previous_id: TableId | None = None
+    """The old name, when the DDL renamed the table."""
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaChange:
+    """A DDL statement the connector applied to its table structures, at ``offset``.
+
+    Historized connectors yield it from the log (and from the snapshot's schema step); the
+    engine records it to schema history before any offset past it is committed, and emits it
+    on the schema-change topic when ``include.schema.changes`` is on.
+    """
+
+    database: str
+    schema: str | None
+    ddl: str
+    changes: tuple[TableChange, ...]
+    source: dict[str, Any]
+    offset: Offset
+
+
+Event = RowChange | TxBegin | TxCommit | LogMessage | Truncate | SchemaChange | Idle
 
 
 @dataclass(frozen=True, slots=True)
@@ -276,13 +345,39 @@ class ChunkSource(Protocol):
 # a database lacks (logical decoding messages, say) is an optional capability of its own.
 
 
+class SnapshotSteps(Protocol):
+    """Debezium's snapshot template, one step per method; the engine runs them in order.
+
+    1. :meth:`lock` what must not change while the position and structure are read;
+    2. :meth:`position`: the log position the snapshot is consistent with (streaming resumes
+       there);
+    3. :meth:`structure`: the tables' structure as schema changes (historized connectors; the
+       engine records them to schema history);
+    4. :meth:`release` the locks rows do not need (MySQL's minimal locking);
+    5. :meth:`rows`: the ``op: r`` rows;
+    6. :meth:`close`: end the snapshot's transactions, whatever happened.
+    """
+
+    def lock(self) -> None: ...
+
+    def position(self) -> Offset: ...
+
+    def structure(self) -> Iterator[SchemaChange]: ...
+
+    def release(self) -> None: ...
+
+    def rows(self) -> Iterator[RowChange]: ...
+
+    def close(self) -> None: ...
+
+
 class Connector(Protocol):
     """One database's capture: startup checks, the consistent snapshot and the log reader.
 
     The engine calls, in order: :meth:`prepare`; :meth:`position_available` for a stored
     offset; :meth:`prepare_stream` when it will stream (before the snapshot, so snapshot and
-    stream meet exactly); :meth:`snapshot_tables`, :meth:`snapshot` and
-    :meth:`snapshot_offset` when it snapshots; :meth:`streaming`; :meth:`close`.
+    stream meet exactly); :meth:`snapshot_tables` and :meth:`snapshot_steps` when it
+    snapshots; :meth:`streaming`; :meth:`close`.
     """
 
     source_schema: ConnectSchema
@@ -305,12 +400,8 @@ class Connector(Protocol):
         """The tables the snapshot reads, in snapshot order, with row estimates."""
         ...
 
-    def snapshot(self, tables: list[TableId]) -> Iterator[RowChange]:
-        """The ``op: r`` rows of ``tables`` at the consistent point."""
-        ...
-
-    def snapshot_offset(self) -> Offset:
-        """Where streaming resumes after the completed snapshot."""
+    def snapshot_steps(self, tables: list[TableId]) -> SnapshotSteps:
+        """One consistent snapshot of ``tables``, run by the engine step by step."""
         ...
 
     def streaming(self, offset: Offset | None) -> StreamingSource:
@@ -357,4 +448,41 @@ class Cleanup(Protocol):
 
     def cleanup(self) -> list[str]:
         """Drop them; what was dropped, e.g. ``["slot orders", "publication orders"]``."""
+        ...
+
+
+class SchemaHistory(Protocol):
+    """Durable, ordered storage of the schema changes a historized connector applied.
+
+    Debezium's internal schema history: one record per DDL with the position it was at, so a
+    restarted connector rebuilds the table structures as of its offset before reading rows.
+    """
+
+    def start(self) -> None:
+        """Check (and, where allowed, create) the storage; raise FatalError naming the fix."""
+        ...
+
+    def exists(self) -> bool:
+        """Whether any change was recorded."""
+        ...
+
+    def record(self, change: SchemaChange) -> None:
+        """Store ``change``; durable when this returns."""
+        ...
+
+    def changes(self) -> Iterator[SchemaChange]:
+        """Every recorded change, in the order recorded (``source`` is not kept)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class Historized(Protocol):
+    """A connector that decodes rows with the structure current when they were written, so it
+    needs schema history (MySQL, Db2)."""
+
+    def recover(self, changes: Iterator[SchemaChange], offset: Offset | None) -> None:
+        """Rebuild the table structures as of ``offset`` from the recorded ``changes`` (those
+        after ``offset`` are the connector's to skip: only it can order its positions)."""
         ...

@@ -53,7 +53,15 @@ from cdcflow.capture.errors import FatalError
 from cdcflow.capture.filters import Filters
 from cdcflow.capture.mapping import ColumnMappers, propagation_rules
 from cdcflow.capture.names import NameAdjuster
-from cdcflow.capture.spi import ConnectSchema, LogMessage, Offset, Record, RowChange, TableId
+from cdcflow.capture.spi import (
+    ConnectSchema,
+    LogMessage,
+    Offset,
+    Record,
+    RowChange,
+    SchemaChange,
+    TableId,
+)
 
 log = logging.getLogger(__name__)
 
@@ -180,7 +188,6 @@ class PostgresConnector:
         self._catalog: TableCatalog | None = None
         self._slot: SlotHandle | None = None
         self._chunks: PostgresChunks | None = None
-        self._snapshot_lsn: int | None = None
 
     @property
     def conn(self) -> psycopg.Connection[tuple[Any, ...]]:
@@ -332,64 +339,11 @@ class PostgresConnector:
             estimates, self.properties.snapshot_tables_order_by_row_count
         )
 
-    def snapshot(self, tables: list[TableId]) -> Iterator[RowChange]:
-        """Read ``tables`` consistently with the slot's start position.
-
-        Without a slot (``initial_only`` opens none) the position is the server's current LSN
-        read inside the snapshot transaction, as Debezium records it.
-        """
+    def snapshot_steps(self, tables: list[TableId]) -> PostgresSnapshot:
+        """The snapshot of ``tables``, consistent with the slot's start position."""
         if self._catalog is None:
             raise RuntimeError("prepare() first")
-        slot = self._slot
-        exported = slot.exported_snapshot if slot is not None else None
-        # The slot's exported snapshot is read in REPEATABLE READ; otherwise
-        # snapshot.isolation.mode decides, as in Debezium.
-        isolation = "repeatable_read" if exported else self.properties.snapshot_isolation_mode
-        reader = connect(self.endpoint, autocommit=False)
-        helpers: list[psycopg.Connection[tuple[Any, ...]]] = []
-        try:
-            snapshotter.begin_snapshot(
-                reader,
-                exported_snapshot=exported,
-                type_oids=self._catalog.type_oids(),
-                isolation=isolation,
-            )
-            lsn = slot.start_lsn if slot is not None else snapshotter.current_lsn(reader)
-            self._snapshot_lsn = lsn
-            xid = snapshotter.transaction_xid(reader)
-            snapshotter.lock_tables(
-                reader,
-                tables,
-                mode=self.properties.snapshot_locking_mode,
-                timeout_ms=self.properties.snapshot_lock_timeout_ms,
-            )
-            decoded = [d for t in tables if (d := self._catalog.from_catalog(t)) is not None]
-            read = partial(
-                snapshotter.read_table,
-                overrides=self.properties.statement_overrides,
-                fetch_size=self.properties.snapshot_fetch_size,
-                source_block=self.source_block,
-                lsn=lsn,
-                tx_id=xid,
-                converting=self._converting,
-            )
-            threads = min(self.properties.snapshot_max_threads, len(decoded))
-            if threads > 1:
-                helpers = self._snapshot_helpers(reader, threads - 1, isolation=isolation)
-                yield from parallel.read_tables(
-                    [reader, *helpers],
-                    decoded,
-                    read=read,
-                    buffer=self.properties.snapshot_fetch_size,
-                )
-            else:
-                for table in decoded:
-                    yield from read(reader, table)
-            reader.commit()
-        finally:
-            for helper in helpers:
-                helper.close()
-            reader.close()
+        return PostgresSnapshot(self, tables)
 
     def _snapshot_helpers(
         self, reader: psycopg.Connection[tuple[Any, ...]], count: int, *, isolation: str
@@ -420,11 +374,6 @@ class PostgresConnector:
                 deferrable=False,
             )
         return helpers
-
-    def snapshot_offset(self) -> Offset:
-        """Where streaming resumes after a completed snapshot."""
-        assert self._snapshot_lsn is not None
-        return lsn_offset(lsn=self._snapshot_lsn, tx_id=None, ts_us=0, committed=False)
 
     def streaming(self, offset: Offset | None) -> PostgresStream:
         """Start replication at ``offset`` (or the slot's position) and return the source."""
@@ -603,6 +552,98 @@ class PostgresConnector:
             return False
         log.info("dropped replication slot %s", name)
         return True
+
+
+class PostgresSnapshot:
+    """PostgreSQL's exported-snapshot flow on the engine's snapshot template.
+
+    The reader's transaction imports the slot's exported snapshot (REPEATABLE READ), so every
+    row is read as of the slot's consistent point, where streaming starts; without a slot
+    (``initial_only`` opens none) ``snapshot.isolation.mode`` decides and the position is the
+    server's current LSN read inside the transaction, as Debezium records it. The structure
+    step records nothing: pgoutput sends each table's structure with its changes. Locks taken
+    by ``snapshot.locking.mode=shared`` last until the snapshot transaction ends, as Debezium's.
+    """
+
+    def __init__(self, connector: PostgresConnector, tables: list[TableId]) -> None:
+        self._connector, self._tables = connector, tables
+        self._properties = connector.properties
+        slot = connector._slot
+        self._slot_lsn = slot.start_lsn if slot is not None else None
+        self._exported = slot.exported_snapshot if slot is not None else None
+        self._isolation = (
+            "repeatable_read" if self._exported else self._properties.snapshot_isolation_mode
+        )
+        self._reader = connect(connector.endpoint, autocommit=False)
+        self._helpers: list[psycopg.Connection[tuple[Any, ...]]] = []
+        self._lsn: int | None = None
+        self._xid: int | None = None
+
+    def lock(self) -> None:
+        """Start the snapshot transaction and lock the tables as snapshot.locking.mode says."""
+        catalog = self._connector._catalog
+        assert catalog is not None
+        snapshotter.begin_snapshot(
+            self._reader,
+            exported_snapshot=self._exported,
+            type_oids=catalog.type_oids(),
+            isolation=self._isolation,
+        )
+        self._lsn = (
+            self._slot_lsn if self._slot_lsn is not None else snapshotter.current_lsn(self._reader)
+        )
+        self._xid = snapshotter.transaction_xid(self._reader)
+        snapshotter.lock_tables(
+            self._reader,
+            self._tables,
+            mode=self._properties.snapshot_locking_mode,
+            timeout_ms=self._properties.snapshot_lock_timeout_ms,
+        )
+
+    def position(self) -> Offset:
+        assert self._lsn is not None, "lock() first"
+        return lsn_offset(lsn=self._lsn, tx_id=None, ts_us=0, committed=False)
+
+    def structure(self) -> Iterator[SchemaChange]:
+        return iter(())
+
+    def release(self) -> None:
+        """Nothing to release early: shared locks end with the snapshot transaction."""
+
+    def rows(self) -> Iterator[RowChange]:
+        catalog = self._connector._catalog
+        assert catalog is not None and self._lsn is not None
+        properties = self._properties
+        decoded = [d for t in self._tables if (d := catalog.from_catalog(t)) is not None]
+        read = partial(
+            snapshotter.read_table,
+            overrides=properties.statement_overrides,
+            fetch_size=properties.snapshot_fetch_size,
+            source_block=self._connector.source_block,
+            lsn=self._lsn,
+            tx_id=self._xid,
+            converting=self._connector._converting,
+        )
+        threads = min(properties.snapshot_max_threads, len(decoded))
+        if threads > 1:
+            self._helpers = self._connector._snapshot_helpers(
+                self._reader, threads - 1, isolation=self._isolation
+            )
+            yield from parallel.read_tables(
+                [self._reader, *self._helpers],
+                decoded,
+                read=read,
+                buffer=properties.snapshot_fetch_size,
+            )
+        else:
+            for table in decoded:
+                yield from read(self._reader, table)
+        self._reader.commit()
+
+    def close(self) -> None:
+        for helper in self._helpers:
+            helper.close()
+        self._reader.close()
 
 
 def message_value_schema(binary_handling_mode: str) -> ConnectSchema:
