@@ -15,13 +15,13 @@ from typing import Any
 
 import click
 import orjson
-import psycopg
 from rich.console import Console
 from rich.table import Table
 
 from cdcflow.capture.credentials import Login
 from cdcflow.capture.engine import Engine, build_engine
 from cdcflow.capture.resource import CdcConnector
+from cdcflow.operator.cli.extras import require
 from cdcflow.operator.devservices import kafka, postgres
 
 SCHEMA = [
@@ -134,6 +134,7 @@ def _short(value: Any) -> str:
 )
 def demo(lake: bool) -> None:
     """Run PostgreSQL → cdcflow → Kafka → Delta end to end on throwaway servers."""
+    require("psycopg", "confluent_kafka", *(("pyspark", "delta") if lake else ()))
     console = Console()
     with console.status("starting a throwaway PostgreSQL…"):
         pg_context = postgres.running_postgres()
@@ -159,6 +160,8 @@ def demo(lake: bool) -> None:
 
 
 def _run_demo(console: Console, pg: postgres.PostgresServer, broker: kafka.KafkaBroker) -> None:
+    import psycopg
+
     with psycopg.connect(pg.dsn(), autocommit=True) as conn:
         for statement in SCHEMA:
             conn.execute(statement)

@@ -8,7 +8,6 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import psycopg
 from rich.console import Console
 from rich.table import Table
 
@@ -36,6 +35,8 @@ def _sink(broker: kafka.KafkaBroker, lake: Path) -> Any:
 
 def show_lake(console: Console, pg: postgres.PostgresServer, broker: kafka.KafkaBroker) -> bool:
     """Run the sink once over the topics; print each Delta table beside its source table."""
+    import psycopg
+
     from cdcflow.sparkapps import sink as job
 
     with tempfile.TemporaryDirectory(prefix="cdcflow-demo-lake-") as folder:

@@ -1,4 +1,10 @@
-"""The ``cdcflow`` entry point: a click group whose subcommands live in sibling modules."""
+"""The ``cdcflow`` entry point: a click group mounting each package's commands.
+
+The capture package brings ``capture``, ``offsets`` and ``cleanup``; the Spark apps bring
+``sink``; the operator package adds its own ``operator``, ``crds`` and ``demo``, and
+``version``. Every command imports what needs an extra only when it runs, so a base install
+lists them all and a command missing its extra says which one to install.
+"""
 
 from __future__ import annotations
 
@@ -6,18 +12,16 @@ from importlib import metadata
 
 import click
 
-from cdcflow.operator.cli import (
-    capture,
-    cleanup,
-    crds,
-    demo,
-    offsets,
-    operator_command,
-    sink,
+from cdcflow.capture.cli import commands as capture_commands
+from cdcflow.operator.cli import crds, demo, operator_command
+from cdcflow.operator.cli.extras import ExtrasGroup
+from cdcflow.sparkapps.cli import commands as sparkapps_commands
+
+
+@click.group(
+    cls=ExtrasGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
-
-
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 def cli() -> None:
     """cdcflow: Debezium-compatible change data capture, from a database log to Kafka and Spark.
 
@@ -32,13 +36,16 @@ def version() -> None:
     click.echo(f"cdcflow {metadata.version('cdcflow')}")
 
 
-cli.add_command(capture.capture)
-cli.add_command(offsets.offsets)
-cli.add_command(demo.demo)
-cli.add_command(crds.crds)
-cli.add_command(cleanup.cleanup)
-cli.add_command(operator_command.operator)
-cli.add_command(sink.sink)
+OPERATOR_COMMANDS: list[click.Command] = [demo.demo, crds.crds, operator_command.operator]
+"""The operator package's own commands."""
+
+
+def _mount(group: click.Group, commands: list[click.Command]) -> None:
+    for command in commands:
+        group.add_command(command)
+
+
+_mount(cli, [*capture_commands, *OPERATOR_COMMANDS, *sparkapps_commands])
 
 
 def main() -> None:

@@ -11,10 +11,10 @@ from types import FrameType
 
 import click
 
+from cdcflow.capture.cli import progress
 from cdcflow.capture.config import ConfigError
 from cdcflow.capture.errors import CaptureError
 from cdcflow.capture.resource import load_connector
-from cdcflow.operator.cli import progress
 
 
 @click.command()

@@ -1,8 +1,10 @@
-"""``cdcflow sink``: run a CdcSink YAML as a local Spark job applying change topics to tables.
+"""The Spark apps' commands: ``cdcflow sink`` runs a CdcSink YAML as a local Spark job applying
+change topics to tables.
 
 The job is exactly the one a SparkApplication runs (``python -m cdcflow.sparkapps.sink``),
 started here in Spark local mode. pyspark is imported only when the command runs, so the rest
-of the CLI does not pay for it.
+of the CLI does not pay for it (and a base install without the ``spark`` extra still lists it).
+The top-level ``cdcflow`` group mounts :data:`commands`.
 """
 
 from __future__ import annotations
@@ -60,3 +62,7 @@ def sink(path: Path, available_now: bool, master: str | None, log_level: str) ->
         raise click.ClickException(str(error)) from None
     finally:
         spark.stop()
+
+
+commands: list[click.Command] = [sink]
+"""The commands the Spark apps add to ``cdcflow``."""
