@@ -53,11 +53,16 @@ from typing import Any, Final, Literal
 from cdcflow.capture import encoders
 from cdcflow.capture.connectors.postgres import geometric
 from cdcflow.capture.encoders import (
+    MICROS_PER_DAY,
     MICROS_PER_SECOND,
     ConnectSpec,
     DurationFields,
     connect_field,
+    epoch_days,
+    millis,
     named_schema,
+    rescale,
+    unscaled_bytes,
 )
 from cdcflow.capture.java_order import hashmap_order
 from cdcflow.capture.spi import Column, Converter
@@ -324,7 +329,9 @@ def _decimal_fixed(scale: int, text: str | None) -> str | None:
     if text is None:
         return None
     unscaled, found = _parse_numeric(text)
-    return encoders.decimal_bytes(unscaled, found, target_scale=scale)
+    if found != scale:
+        unscaled = rescale(unscaled, found, scale)
+    return unscaled_bytes(unscaled)
 
 
 def _decimal_variable(text: str | None) -> dict[str, Any] | None:
@@ -353,7 +360,7 @@ def _money_unscaled(text: str) -> int:
     """``-$1,234.56`` (``lc_monetary=C``) -> ``-123456`` at scale 2."""
     negative = text.startswith(("-", "("))
     unscaled, scale = _parse_numeric(_NOT_MONEY_DIGITS.sub("", text))
-    unscaled = encoders.rescale(unscaled, scale, _MONEY_SCALE)
+    unscaled = rescale(unscaled, scale, _MONEY_SCALE)
     return -unscaled if negative else unscaled
 
 
@@ -363,10 +370,10 @@ def _money_precise(scale: int, text: str | None) -> str | None:
         return None
     unscaled = _money_unscaled(text)
     if scale >= _MONEY_SCALE:
-        return encoders.unscaled_bytes(unscaled * 10 ** (scale - _MONEY_SCALE))
+        return unscaled_bytes(unscaled * 10 ** (scale - _MONEY_SCALE))
     quotient, remainder = divmod(abs(unscaled), 10 ** (_MONEY_SCALE - scale))
     rounded = quotient + (2 * remainder >= 10 ** (_MONEY_SCALE - scale))
-    return encoders.unscaled_bytes(-rounded if unscaled < 0 else rounded)
+    return unscaled_bytes(-rounded if unscaled < 0 else rounded)
 
 
 def _money_double(text: str | None) -> float | None:
@@ -421,8 +428,8 @@ _NEGATIVE_INFINITY_MICROS: Final = -(2**63)
 
 
 #: DATE 'infinity' / '-infinity': Debezium's LocalDate constants (pgjdbc's odd values).
-_POSITIVE_INFINITY_DAYS: Final = encoders.epoch_days(-5877611, 6, 21)
-_NEGATIVE_INFINITY_DAYS: Final = encoders.epoch_days(-5877611, 6, 22)
+_POSITIVE_INFINITY_DAYS: Final = epoch_days(-5877611, 6, 21)
+_NEGATIVE_INFINITY_DAYS: Final = epoch_days(-5877611, 6, 22)
 
 _DATE = r"(\d{4,})-(\d\d)-(\d\d)"
 _TIME = r"(\d\d):(\d\d):(\d\d)(?:\.(\d{1,6}))?"
@@ -464,9 +471,9 @@ def _epoch_days(text: str | None) -> int | None:
     if text == "-infinity":
         return _NEGATIVE_INFINITY_DAYS
     if len(text) == 10:  # the common fixed layout, YYYY-MM-DD
-        return encoders.epoch_days(int(text[:4]), int(text[5:7]), int(text[8:10]))
+        return epoch_days(int(text[:4]), int(text[5:7]), int(text[8:10]))
     y, m, d, bc = _match(_DATE_RE, text, "date").groups()
-    return encoders.epoch_days(_year(y, bc), int(m), int(d))
+    return epoch_days(_year(y, bc), int(m), int(d))
 
 
 def _time_micros(text: str | None) -> int | None:
@@ -478,7 +485,7 @@ def _time_micros(text: str | None) -> int | None:
 
 def _time_millis(text: str | None) -> int | None:
     micros = _time_micros(text)
-    return None if micros is None else encoders.millis(micros)
+    return None if micros is None else millis(micros)
 
 
 def _timestamp_micros(text: str | None) -> int | None:
@@ -490,12 +497,12 @@ def _timestamp_micros(text: str | None) -> int | None:
     if text == "-infinity":
         return _NEGATIVE_INFINITY_MICROS
     if len(text) >= 19 and text[4] == "-" and text[-1] != "C":  # the common fixed layout
-        days = encoders.epoch_days(int(text[:4]), int(text[5:7]), int(text[8:10]))
+        days = epoch_days(int(text[:4]), int(text[5:7]), int(text[8:10]))
         clock = _micros_of_day(text[11:13], text[14:16], text[17:19], text[20:])
-        return encoders.epoch_micros(days, clock)
+        return days * MICROS_PER_DAY + clock
     y, mo, d, h, mi, s, frac, bc = _match(_TIMESTAMP_RE, text, "timestamp").groups()
-    days = encoders.epoch_days(_year(y, bc), int(mo), int(d))
-    return encoders.epoch_micros(days, _micros_of_day(h, mi, s, frac))
+    days = epoch_days(_year(y, bc), int(mo), int(d))
+    return days * MICROS_PER_DAY + _micros_of_day(h, mi, s, frac)
 
 
 def _timestamp_millis(text: str | None) -> int | None:
@@ -505,7 +512,7 @@ def _timestamp_millis(text: str | None) -> int | None:
     if text == "-infinity":
         return _NEGATIVE_INFINITY_MILLIS
     micros = _timestamp_micros(text)
-    return None if micros is None else encoders.millis(micros)
+    return None if micros is None else millis(micros)
 
 
 def _zoned_timestamp(precision: int, text: str | None) -> str | None:
@@ -517,8 +524,8 @@ def _zoned_timestamp(precision: int, text: str | None) -> str | None:
     y, mo, d, h, mi, s, frac, sign, oh, om, os_, bc = found.groups()
     if len(y) == 4 and not bc and oh == "00" and not om and not os_:
         return f"{y}-{mo}-{d}T{h}:{mi}:{s}{encoders.padded_fraction(frac or '', precision)}Z"
-    days = encoders.epoch_days(_year(y, bc), int(mo), int(d))
-    micros = encoders.epoch_micros(days, _micros_of_day(h, mi, s, frac))
+    days = epoch_days(_year(y, bc), int(mo), int(d))
+    micros = days * MICROS_PER_DAY + _micros_of_day(h, mi, s, frac)
     micros -= _offset_seconds(sign, oh, om, os_) * MICROS_PER_SECOND
     return encoders.zoned_timestamp(micros, precision=precision)
 
