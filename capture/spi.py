@@ -15,8 +15,12 @@ from typing import Any, Protocol, runtime_checkable
 
 #: A Kafka Connect schema in its JSON form, e.g. ``{"type": "int32", "optional": False}``.
 ConnectSchema = dict[str, Any]
-#: Converts one column value as the database renders it in text (None for NULL) to event form.
-Converter = Callable[[str | None], Any]
+#: Converts one column value as the connector reads it (PostgreSQL: the text form; a binlog or
+#: DB-API driver: a Python value; None for NULL) to its event form.
+Converter = Callable[[Any], Any]
+#: A row's key as the connector reads and compares it (PostgreSQL: text; others: Python
+#: values), passed back unchanged as the next chunk's lower bound.
+ChunkKey = tuple[Any, ...]
 
 
 class Op(enum.StrEnum):
@@ -55,7 +59,7 @@ class TableId:
 
 @dataclass(frozen=True, slots=True)
 class Column:
-    """One captured column: its event schema and the converter from the database's text form.
+    """One captured column: its event schema and the converter from the connector's value.
 
     A key column with a column mapper keeps its own value in the key (and in row tuples);
     ``value_schema`` and ``value_map`` then describe its field in the event value, as
@@ -288,9 +292,9 @@ class OffsetStore(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class ChunkRow:
-    """A row read by an incremental snapshot chunk: key as text (for the next query) and values."""
+    """A row read by an incremental snapshot chunk: its key (for the next query) and values."""
 
-    key: tuple[str | None, ...]
+    key: ChunkKey
     values: tuple[Any, ...]
 
 
@@ -307,8 +311,8 @@ class ChunkSource(Protocol):
 
     def max_key(
         self, table: TableSchema, *, key: tuple[str, ...], condition: str | None
-    ) -> tuple[str | None, ...] | None:
-        """The largest key (as text) of the rows to snapshot, or None for an empty table."""
+    ) -> ChunkKey | None:
+        """The largest key of the rows to snapshot, or None for an empty table."""
         ...
 
     def read_chunk(
@@ -316,8 +320,8 @@ class ChunkSource(Protocol):
         table: TableSchema,
         *,
         key: tuple[str, ...],
-        after: tuple[str | None, ...] | None,
-        up_to: tuple[str | None, ...],
+        after: ChunkKey | None,
+        up_to: ChunkKey,
         condition: str | None,
         limit: int,
     ) -> list[ChunkRow]:

@@ -399,7 +399,7 @@ class PostgresStream:
         if UNCHANGED not in raw:
             try:
                 return tuple(
-                    convert(raw[position])  # type: ignore[arg-type]
+                    convert(raw[position])
                     for position, convert in zip(decoded.positions, decoded.converters, strict=True)
                 )
             except CONVERSION_ERRORS:
@@ -416,7 +416,7 @@ class PostgresStream:
                 out.append(self._unavailable(decoded, index))
                 continue
             try:
-                out.append(convert(value))  # type: ignore[arg-type]
+                out.append(convert(value))
             except CONVERSION_ERRORS as error:
                 self._converting.allow_null(table, columns[index], error)
                 out.append(None)
