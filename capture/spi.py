@@ -89,9 +89,27 @@ class TableSchema:
         return tuple(names.index(name) for name in self.key_columns)
 
 
+class Position(Protocol):
+    """A connector's own position: a frozen value with its stored form and its order."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The connector's keys of the stored offset (JSON-safe scalars)."""
+        ...
+
+    def order_key(self) -> tuple[Any, ...]:
+        """Sorts positions in log order."""
+        ...
+
+
+ENGINE_OFFSET_KEYS = ("snapshot", "incremental_snapshot")
+"""Keys of the stored offset the engine owns (snapshot progress); a connector's own
+:class:`Position` never uses them."""
+
+
 @dataclass(frozen=True, slots=True)
 class Offset:
-    """A connector position as JSON-safe scalars (the ``sourceOffset`` of Kafka Connect)."""
+    """A stored position as JSON-safe scalars (the ``sourceOffset`` of Kafka Connect): the
+    connector's :class:`Position` keys plus the engine's :data:`ENGINE_OFFSET_KEYS`."""
 
     values: Mapping[str, Any] = field(default_factory=dict)
 
@@ -104,6 +122,15 @@ class Offset:
 
     def get(self, key: str, default: Any = None) -> Any:
         return self.values.get(key, default)
+
+    @classmethod
+    def of(cls, position: Position) -> Offset:
+        """The stored form of a connector's position."""
+        return cls(position.to_dict())
+
+    def connector_values(self) -> dict[str, Any]:
+        """The connector's keys only: what its :class:`Position` reads back."""
+        return {k: v for k, v in self.values.items() if k not in ENGINE_OFFSET_KEYS}
 
 
 @dataclass(frozen=True, slots=True)

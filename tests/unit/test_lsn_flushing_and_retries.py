@@ -218,3 +218,19 @@ def test_retries_after_a_lost_connection_start_short_and_grow_to_the_configured_
 
     assert [retry_delay(n, 10.0) for n in range(1, 8)] == [0.5, 1, 2, 4, 8, 10, 10]
     assert retry_delay(1, 0.1) == 0.1, "a shorter configured wait is honoured from the start"
+
+
+def test_the_postgresql_position_round_trips_and_ignores_the_engines_keys() -> None:
+    from cdcflow.capture.connectors.postgres.source import PostgresPosition
+
+    position = PostgresPosition(lsn=200, lsn_commit=150, tx_id=7, ts_usec=9, xmin=3)
+    stored = Offset({**Offset.of(position).values, "snapshot": True, "incremental_snapshot": {}})
+    assert PostgresPosition.from_offset(stored) == PostgresPosition(
+        lsn=200, lsn_commit=150, lsn_proc=200, tx_id=7, ts_usec=9, xmin=3
+    )
+    assert PostgresPosition.from_offset(stored).resume_lsn == 150
+    debezium = Offset({"lsn": 300, "lsn_proc": 300, "txId": 8, "ts_usec": 1})  # no lsn_commit
+    assert PostgresPosition.from_offset(debezium).resume_lsn == 300
+    assert (
+        sorted([position, PostgresPosition(lsn=100)], key=PostgresPosition.order_key)[0].lsn == 100
+    )

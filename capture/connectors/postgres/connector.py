@@ -41,6 +41,7 @@ from cdcflow.capture.connectors.postgres.properties import PostgresProperties
 from cdcflow.capture.connectors.postgres.replication import ReplicationStream, SlotInUseError
 from cdcflow.capture.connectors.postgres.source import (
     LsnFlushing,
+    PostgresPosition,
     PostgresStream,
     SourceBlock,
     XminTracker,
@@ -304,9 +305,10 @@ class PostgresConnector:
         slot_name = self.properties.slot_name
         state = checks.slot_state(self.conn, slot_name)
         if state is None and offset is not None and not for_snapshot:
+            stored = pgoutput.format_lsn(PostgresPosition.from_offset(offset).lsn)
             raise FatalError(
                 f"replication slot {slot_name} is gone but the stored offset is at LSN "
-                f"{pgoutput.format_lsn(int(offset.get('lsn') or 0))}: changes since then cannot "
+                f"{stored}: changes since then cannot "
                 "be read. Use snapshot.mode=when_needed to re-snapshot, or `cdcflow offsets reset`."
             )
         stream = ReplicationStream(connect_replication(self.endpoint))
@@ -380,7 +382,8 @@ class PostgresConnector:
         if self._slot is None:
             self._open_slot(for_snapshot=False, offset=offset)
         assert self._slot is not None and self._catalog is not None
-        resume = int(offset.get("lsn_commit") or offset.get("lsn") or 0) if offset else 0
+        position = PostgresPosition.from_offset(offset) if offset else None
+        resume = position.resume_lsn if position else 0
         start = max(resume, self._slot.start_lsn) if offset is None else resume
         self._start_replication(start)
         return PostgresStream(
@@ -391,7 +394,7 @@ class PostgresConnector:
             placeholder=self.properties.unavailable_value_placeholder,
             failure_mode=self.properties.event_processing_failure_handling_mode,
             resume_lsn=start,
-            last_commit_lsn=_int_or_none(offset.get("lsn_commit")) if offset else None,
+            last_commit_lsn=position.lsn_commit if position else None,
             status_interval_s=self.properties.status_update_interval_ms / 1000,
             poll_interval_s=min(self.properties.poll_interval_ms / 1000, 1.0),
             skip_unchanged=self.properties.skip_messages_without_change,

@@ -13,7 +13,7 @@ import base64
 import logging
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from cdcflow.capture.connectors.postgres import pgoutput
@@ -133,21 +133,65 @@ class LsnFlushing:
         )
 
 
-def lsn_offset(*, lsn: int, tx_id: int | None, ts_us: int, committed: bool = True) -> Offset:
-    """A streaming offset as Debezium's PostgreSQL connector stores it.
+@dataclass(frozen=True, slots=True)
+class PostgresPosition:
+    """The PostgreSQL connector's offset, as Debezium's stores it: the LSN of the last event
+    (``lsn``, ``lsn_proc``), of the last commit (``lsn_commit``, None right after a snapshot:
+    no transaction was streamed yet), the transaction, the commit time and, when
+    ``xmin.fetch.interval.ms`` tracks it, the slot's ``xmin``."""
 
-    ``lsn_commit`` (the last commit seen, first element of ``source.sequence``) is left out
-    of a snapshot's offset (``committed=False``): no transaction was streamed yet.
-    """
-    return Offset(
-        {
-            "lsn": lsn,
-            "lsn_commit": lsn if committed else None,
-            "lsn_proc": lsn,
-            "txId": tx_id,
-            "ts_usec": ts_us,
+    lsn: int
+    lsn_commit: int | None = None
+    lsn_proc: int | None = None
+    tx_id: int | None = None
+    ts_usec: int = 0
+    xmin: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        values: dict[str, Any] = {
+            "lsn": self.lsn,
+            "lsn_commit": self.lsn_commit,
+            "lsn_proc": self.lsn if self.lsn_proc is None else self.lsn_proc,
+            "txId": self.tx_id,
+            "ts_usec": self.ts_usec,
         }
+        if self.xmin is not None:
+            values["xmin"] = self.xmin
+        return values
+
+    @classmethod
+    def from_offset(cls, offset: Offset) -> PostgresPosition:
+        """Read a stored offset (Debezium's or ours; missing keys are absent)."""
+        values = offset.connector_values()
+        return cls(
+            lsn=int(values.get("lsn") or 0),
+            lsn_commit=_int_or_none(values.get("lsn_commit")),
+            lsn_proc=_int_or_none(values.get("lsn_proc")),
+            tx_id=_int_or_none(values.get("txId")),
+            ts_usec=int(values.get("ts_usec") or 0),
+            xmin=_int_or_none(values.get("xmin")),
+        )
+
+    @property
+    def resume_lsn(self) -> int:
+        """Where streaming resumes: after the last commit, else after the last event."""
+        return self.lsn_commit or self.lsn
+
+    def order_key(self) -> tuple[int, int]:
+        return (self.lsn_commit or 0, self.lsn)
+
+
+def lsn_offset(*, lsn: int, tx_id: int | None, ts_us: int, committed: bool = True) -> Offset:
+    """A streaming offset as Debezium's PostgreSQL connector stores it (see
+    :class:`PostgresPosition`)."""
+    position = PostgresPosition(
+        lsn=lsn, lsn_commit=lsn if committed else None, tx_id=tx_id, ts_usec=ts_us
     )
+    return Offset.of(position)
+
+
+def _int_or_none(value: Any) -> int | None:
+    return None if value is None else int(value)
 
 
 def transaction_id(xid: int, lsn: int) -> str:
@@ -214,7 +258,7 @@ class PostgresStream:
         The update must go out within ``lsn.flush.timeout.ms``; ``lsn.flush.timeout.action``
         says what a timeout does. Under ``lsn.flush.mode=manual`` nothing is confirmed.
         """
-        lsn = int(offset.get("lsn_commit") or offset.get("lsn") or 0)
+        lsn = PostgresPosition.from_offset(offset).resume_lsn
         if lsn > self._flushed:
             self._flushed = lsn
         if not self._send_status(timeout=self._flushing.timeout_s):
@@ -444,7 +488,9 @@ class PostgresStream:
     def _with_xmin(self, offset: Offset) -> Offset:
         """The offset with the slot's ``xmin`` when ``xmin.fetch.interval.ms`` tracks it."""
         xmin = self._xmin() if self._xmin is not None else None
-        return offset if xmin is None else Offset({**offset.values, "xmin": xmin})
+        if xmin is None:
+            return offset
+        return Offset.of(replace(PostgresPosition.from_offset(offset), xmin=xmin))
 
     def _truncate(self, message: pgoutput.Truncate, lsn: int) -> Event | None:
         tables = tuple(
