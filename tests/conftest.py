@@ -13,6 +13,7 @@ pytest_plugins = [
     "tests.plugins.fix_mariadb",
     "tests.plugins.fix_postgres",
     "tests.plugins.fix_capture",
+    "tests.plugins.fix_conformance",
     "tests.plugins.fix_connect",
     "tests.plugins.fix_spark",
 ]

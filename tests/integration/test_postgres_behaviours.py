@@ -1,8 +1,10 @@
 """PostgreSQL connector behaviours against real PostgreSQL and Kafka, one behaviour per test.
 
-Snapshot modes, snapshot and filter properties, replica identity, TOAST, truncate, logical
-decoding messages, heartbeats and the publication and slot lifecycle, as the seed inventory
-(``seed-postgresql.md`` §1.3, §2.5-§2.10, §4.7, §4.8, §8) describes them.
+Snapshot modes, snapshot and filter properties, replica identity, TOAST, logical decoding
+messages, heartbeats and the publication and slot lifecycle, as the seed inventory
+(``seed-postgresql.md`` §1.3, §2.5-§2.10, §4.7, §4.8, §8) describes them. What every connector
+shares (envelopes, key changes, transaction metadata, restarts, skipped operations, truncates,
+snapshot.mode never) is in test_connector_conformance.py.
 """
 
 from __future__ import annotations
@@ -119,27 +121,6 @@ def test_snapshot_mode_always_resnapshots_on_every_start_then_streams(
         "last",
     ]
     assert again.index(reads[-1]) < _ops(again).index(("c", {"id": 5}))
-
-
-@pytest.mark.parametrize("mode", ["never", "no_data"])
-def test_snapshot_mode_never_streams_only_changes_made_after_the_slot_exists(
-    capture: CaptureHarness, mode: str
-) -> None:
-    table = capture.table("never")
-    capture.sql(
-        f"CREATE TABLE {table} (id int PRIMARY KEY)", f"INSERT INTO {table} VALUES (1), (2)"
-    )
-    running = capture.start(capture.resource([table], **{"snapshot.mode": mode, **PLAIN_KEYS}))
-    capture.sql(f"INSERT INTO {table} VALUES (3)", f"UPDATE {table} SET id = 20 WHERE id = 2")
-    events = capture.wait_for_events(f"public.{table}", lambda ev: len(ev) >= 4)
-    running.stop()
-
-    assert _ops(events) == [
-        ("c", {"id": 3}),
-        ("d", {"id": 2}),
-        (None, {"id": 2}),
-        ("c", {"id": 20}),
-    ]
 
 
 def test_snapshot_mode_initial_only_snapshots_then_ends_without_streaming(
@@ -436,22 +417,6 @@ def test_message_key_columns_build_the_key_from_the_named_columns(
     }
 
 
-def test_skipped_operations_u_emits_no_update_events(capture: CaptureHarness) -> None:
-    table = capture.table("skipu")
-    capture.sql(f"CREATE TABLE {table} (id int PRIMARY KEY, v text)")
-    running = capture.start(capture.resource([table], **{"skipped.operations": "u", **PLAIN}))
-    capture.sql(
-        f"INSERT INTO {table} VALUES (1, 'a')",
-        f"UPDATE {table} SET v = 'b' WHERE id = 1",
-        f"DELETE FROM {table} WHERE id = 1",
-    )
-    events = capture.wait_for_events(f"public.{table}", lambda ev: len(ev) >= 3)
-    running.stop()
-
-    assert _ops(events) == [("c", {"id": 1}), ("d", {"id": 1}), (None, {"id": 1})]
-    assert running.engine.stats.events_filtered == 1
-
-
 # -- 4. replica identity ---------------------------------------------------------------------
 
 
@@ -593,50 +558,6 @@ def test_replica_identity_full_carries_the_real_toasted_value(capture: CaptureHa
     assert update["before"] == {"id": 1, "n": 0, "big": big}
     assert update["after"] == {"id": 1, "n": 1, "big": big}
     assert delete["before"] == {"id": 1, "n": 1, "big": big}
-
-
-# -- 6. truncate -----------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    "config",
-    [{"skipped.operations": "none"}, {"truncate.handling.mode": "include"}],
-    ids=["skipped-none", "handling-include"],
-)
-def test_truncate_emits_one_keyless_t_event_per_table_when_enabled(
-    capture: CaptureHarness, config: dict[str, str]
-) -> None:
-    a, b = capture.table("ta"), capture.table("tb")
-    capture.sql(f"CREATE TABLE {a} (id int PRIMARY KEY)", f"CREATE TABLE {b} (id int PRIMARY KEY)")
-    running = capture.start(capture.resource([a, b], **config))
-    capture.sql(f"INSERT INTO {a} VALUES (1)", f"INSERT INTO {b} VALUES (1)", f"TRUNCATE {a}, {b}")
-    truncates = {
-        name: capture.wait_for_events(f"public.{name}", lambda ev: len(ev) >= 2)[1]
-        for name in (a, b)
-    }
-    running.stop()
-
-    for name, event in truncates.items():
-        assert event.key is None
-        payload = event.payload
-        assert payload["op"] == "t"
-        assert payload["before"] is None and payload["after"] is None
-        assert (payload["source"]["schema"], payload["source"]["table"]) == ("public", name)
-        assert event.value["schema"]["name"] == f"{capture.name}.public.{name}.Envelope"
-    assert truncates[a].payload["source"]["txId"] == truncates[b].payload["source"]["txId"]
-
-
-def test_truncate_is_skipped_by_default(capture: CaptureHarness) -> None:
-    table = capture.table("tskip")
-    capture.sql(f"CREATE TABLE {table} (id int PRIMARY KEY)")
-    running = capture.start(capture.resource([table], **PLAIN))
-    capture.sql(
-        f"INSERT INTO {table} VALUES (1)", f"TRUNCATE {table}", f"INSERT INTO {table} VALUES (2)"
-    )
-    events = capture.wait_for_events(f"public.{table}", lambda ev: len(ev) >= 2)
-    running.stop()
-
-    assert _ops(events) == [("c", {"id": 1}), ("c", {"id": 2})]
 
 
 # -- 7. logical decoding messages ------------------------------------------------------------
@@ -830,3 +751,20 @@ def test_slot_is_kept_on_stop_by_default(capture: CaptureHarness) -> None:
     capture.start(capture.resource([table])).stop()
 
     assert _slot(capture) is not None
+
+
+def test_slot_is_confirmed_only_up_to_what_kafka_acknowledged(capture: CaptureHarness) -> None:
+    table = capture.table("flush")
+    capture.sql(f"CREATE TABLE {table} (id int PRIMARY KEY)")
+    running = capture.start(capture.resource([table]))
+    capture.sql(f"INSERT INTO {table} SELECT g FROM generate_series(1, 500) g")
+    capture.wait_for_events(f"public.{table}", lambda ev: len(ev) >= 500)
+    running.stop()
+
+    (confirmed,) = capture.query(
+        f"SELECT confirmed_flush_lsn - '0/0'::pg_lsn FROM pg_replication_slots "
+        f"WHERE slot_name = '{capture.name}'"
+    )[0]
+    saved = orjson.loads(capture.offsets_path.read_bytes())["value"]
+    assert int(confirmed) == saved["lsn"]
+    assert saved["lsn"] > 0

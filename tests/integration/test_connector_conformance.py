@@ -1,0 +1,210 @@
+"""The Debezium event contract every connector keeps, asserted once for each connector kind.
+
+Each test runs against the real database and Kafka through a :class:`ConnectorDriver`
+(tests/plugins/fix_conformance.py): snapshot then stream, key changes, converters without
+schemas, transaction metadata, restarts, skipped operations, truncates, snapshot modes.
+What differs between connectors (their ``source`` fields, transaction ids, full or key-only
+old rows) is the driver's to check.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pytest
+
+from tests.plugins.fix_capture import Event
+from tests.plugins.fix_conformance import ConnectorDriver
+
+PLAIN_KEYS = {"key.converter.schemas.enable": False}
+PLAIN = {"key.converter.schemas.enable": False, "value.converter.schemas.enable": False}
+
+
+def _ops(events: list[Event]) -> list[tuple[str | None, Any]]:
+    """(op, key) pairs."""
+    return [(e.op, e.key) for e in events]
+
+
+def test_snapshot_then_stream_emits_debezium_envelopes(driver: ConnectorDriver) -> None:
+    table = driver.table("customers")
+    driver.create_table(table, ((1, "anne"), (2, None)))
+    running = driver.start([table])
+    driver.run(driver.insert(table, (3, "carl")), driver.update(table, 2, "bob"))
+    driver.run(driver.delete(table, 1))
+    events = driver.wait_for_events(table, lambda ev: len(ev) >= 6)
+    running.stop()
+
+    assert [e.op for e in events] == ["r", "r", "c", "u", "d", None]
+    assert [e.payload["source"]["snapshot"] for e in events[:3]] == ["first", "last", "false"]
+    insert = events[2]
+    topic = f"{driver.name}.{driver.topic(table)}"
+    assert insert.key == {
+        "schema": {
+            "type": "struct",
+            "optional": False,
+            "name": f"{topic}.Key",
+            "fields": [{"type": "int32", "optional": False, "field": "id"}],
+        },
+        "payload": {"id": 3},
+    }
+    schema = insert.value["schema"]
+    assert schema["name"] == f"{topic}.Envelope"
+    assert [f["field"] for f in schema["fields"]] == [
+        "before", "after", "source", "transaction", "op", "ts_ms", "ts_us", "ts_ns",
+    ]  # fmt: skip
+    assert schema["fields"][1]["fields"][1] == {"type": "string", "optional": True, "field": "v"}
+    assert insert.payload["after"] == {"id": 3, "v": "carl"}
+    assert insert.payload["before"] is None
+    source = insert.payload["source"]
+    assert source["name"] == driver.name
+    driver.check_source(source, table)
+    update, delete, tombstone = events[3], events[4], events[5]
+    assert update.payload["after"] == {"id": 2, "v": "bob"}
+    old_row = {"id": 1, "v": "anne"} if driver.full_before_images else {"id": 1, "v": None}
+    assert delete.payload["before"] == old_row
+    assert delete.payload["after"] is None
+    assert tombstone.value is None and tombstone.key["payload"] == {"id": 1}
+    assert insert.payload["ts_ms"] >= source["ts_ms"]
+
+
+def test_primary_key_change_becomes_delete_tombstone_create(driver: ConnectorDriver) -> None:
+    table = driver.table("pk")
+    driver.create_table(table)
+    running = driver.start([table], **PLAIN_KEYS)
+    driver.run(driver.insert(table, (1, "x")), driver.change_key(table, 1, 2))
+    events = driver.wait_for_events(table, lambda ev: len(ev) >= 4)
+    running.stop()
+
+    assert _ops(events) == [("c", {"id": 1}), ("d", {"id": 1}), (None, {"id": 1}), ("c", {"id": 2})]
+    assert orjson.loads(events[1].headers["__debezium.newkey"]) == {"id": 2}
+    assert orjson.loads(events[2].headers["__debezium.newkey"]) == {"id": 2}
+    assert orjson.loads(events[3].headers["__debezium.oldkey"]) == {"id": 1}
+    assert events[3].payload["after"] == {"id": 2, "v": "x"}
+
+
+def test_schemaless_json_and_no_tombstones_when_disabled(driver: ConnectorDriver) -> None:
+    table = driver.table("plain")
+    driver.create_table(table)
+    running = driver.start([table], **PLAIN, **{"tombstones.on.delete": False})
+    driver.run(driver.insert(table, (7, None)), driver.delete(table, 7))
+    events = driver.wait_for_events(table, lambda ev: len(ev) >= 2)
+    running.stop()
+
+    assert [e.op for e in events] == ["c", "d"]
+    assert events[0].key == {"id": 7}
+    assert set(events[0].value) >= {"before", "after", "source", "op", "ts_ms"}
+    assert "schema" not in events[0].value
+
+
+def test_transaction_metadata_marks_boundaries_and_orders_events(driver: ConnectorDriver) -> None:
+    a, b = driver.table("a"), driver.table("b")
+    driver.create_table(a)
+    driver.create_table(b)
+    running = driver.start([a, b], **{"provide.transaction.metadata": True}, **PLAIN)
+    driver.run_atomically(
+        driver.insert(a, (1, None)), driver.insert(b, (1, None)), driver.insert(a, (2, None))
+    )
+    markers = driver.events_of("transaction", lambda ev: len(ev) >= 2)
+    rows = driver.wait_for_events(a, lambda ev: len(ev) >= 2) + driver.wait_for_events(
+        b, lambda ev: len(ev) >= 1
+    )
+    running.stop()
+
+    begin, end = markers[0].payload, markers[1].payload
+    assert (begin["status"], end["status"]) == ("BEGIN", "END")
+    assert end["event_count"] == 3
+    assert sorted((c["data_collection"], c["event_count"]) for c in end["data_collections"]) == [
+        (driver.topic(a), 2),
+        (driver.topic(b), 1),
+    ]
+    assert sorted(e.payload["transaction"]["total_order"] for e in rows) == [1, 2, 3]
+    assert sorted(e.payload["transaction"]["data_collection_order"] for e in rows[:2]) == [1, 2]
+    driver.check_transaction_ids(begin, rows)
+
+
+def test_restart_resumes_after_the_last_offset_without_snapshot_again(
+    driver: ConnectorDriver,
+) -> None:
+    table = driver.table("resume")
+    driver.create_table(table, ((1, None),))
+    first = driver.start([table], **PLAIN_KEYS)
+    driver.run(driver.insert(table, (2, None)))
+    driver.wait_for_events(table, lambda ev: len(ev) >= 2)
+    first.stop()
+    driver.run(driver.insert(table, (3, None)))  # written while the connector is down
+    second = driver.start([table], **PLAIN_KEYS)
+    driver.run(driver.insert(table, (4, None)))
+    events = driver.wait_for_events(table, lambda ev: len(ev) >= 4)
+    second.stop()
+
+    assert _ops(events) == [("r", {"id": 1}), *[("c", {"id": n}) for n in (2, 3, 4)]]
+
+
+def test_skipped_operations_u_emits_no_update_events(driver: ConnectorDriver) -> None:
+    table = driver.table("skipu")
+    driver.create_table(table)
+    running = driver.start([table], **{"skipped.operations": "u"}, **PLAIN)
+    driver.run(driver.insert(table, (1, "a")), driver.update(table, 1, "b"))
+    driver.run(driver.delete(table, 1))
+    events = driver.wait_for_events(table, lambda ev: len(ev) >= 3)
+    running.stop()
+
+    assert _ops(events) == [("c", {"id": 1}), ("d", {"id": 1}), (None, {"id": 1})]
+    assert running.engine.stats.events_filtered == 1
+
+
+@pytest.mark.parametrize(
+    "config",
+    [{"skipped.operations": "none"}, {"truncate.handling.mode": "include"}],
+    ids=["skipped-none", "handling-include"],
+)
+def test_truncate_emits_one_keyless_t_event_per_table_when_enabled(
+    driver: ConnectorDriver, config: dict[str, str]
+) -> None:
+    a, b = driver.table("ta"), driver.table("tb")
+    driver.create_table(a)
+    driver.create_table(b)
+    running = driver.start([a, b], **config)
+    driver.run(driver.insert(a, (1, None)), driver.insert(b, (1, None)), driver.truncate(a, b))
+    truncates = {name: driver.wait_for_events(name, lambda ev: len(ev) >= 2)[1] for name in (a, b)}
+    running.stop()
+
+    for name, event in truncates.items():
+        assert event.key is None
+        payload = event.payload
+        assert payload["op"] == "t"
+        assert payload["before"] is None and payload["after"] is None
+        driver.check_source(payload["source"], name)
+        assert event.value["schema"]["name"] == f"{driver.name}.{driver.topic(name)}.Envelope"
+
+
+def test_truncate_is_skipped_by_default(driver: ConnectorDriver) -> None:
+    table = driver.table("tskip")
+    driver.create_table(table)
+    running = driver.start([table], **PLAIN)
+    driver.run(driver.insert(table, (1, None)), driver.truncate(table))
+    driver.run(driver.insert(table, (2, None)))
+    events = driver.wait_for_events(table, lambda ev: len(ev) >= 2)
+    running.stop()
+
+    assert _ops(events) == [("c", {"id": 1}), ("c", {"id": 2})]
+
+
+@pytest.mark.parametrize("mode", ["never", "no_data"])
+def test_snapshot_mode_never_streams_only_changes_made_after_the_connector_started(
+    driver: ConnectorDriver, mode: str
+) -> None:
+    table = driver.table("never")
+    driver.create_table(table, ((1, None), (2, None)))
+    running = driver.start([table], **{"snapshot.mode": mode}, **PLAIN_KEYS)
+    driver.run(driver.insert(table, (3, None)), driver.change_key(table, 2, 20))
+    events = driver.wait_for_events(table, lambda ev: len(ev) >= 4)
+    running.stop()
+
+    assert _ops(events) == [
+        ("c", {"id": 3}),
+        ("d", {"id": 2}),
+        (None, {"id": 2}),
+        ("c", {"id": 20}),
+    ]

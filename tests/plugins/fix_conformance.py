@@ -1,0 +1,161 @@
+"""Fixture plugin: the connector conformance suite's drivers, one per connector kind.
+
+A driver does, in its database's dialect, the few things the conformance tests need — make a
+table ``(id int primary key, v text)``, write rows, change a key, truncate, start a connector
+on some tables — and checks what only its connector puts in an event (the ``source`` block's
+own fields, transaction ids). The tests in ``tests/integration/test_connector_conformance.py``
+then assert the behaviours every Debezium connector shares, once, for every driver. The MySQL
+and Db2 connectors join by adding a driver to :data:`DRIVERS`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any, Protocol
+
+import pytest
+
+from tests.plugins.fix_capture import CaptureHarness, Event, RunningEngine
+
+Row = tuple[int, str | None]
+
+
+class ConnectorDriver(Protocol):
+    """What a conformance test asks of one connector kind."""
+
+    kind: str
+    full_before_images: bool
+    """Whether deletes (and key-preserving updates) carry the whole old row."""
+
+    @property
+    def name(self) -> str:
+        """The connector's topic prefix."""
+        ...
+
+    def table(self, stem: str) -> str: ...
+
+    def topic(self, table: str) -> str:
+        """The topic suffix of ``table`` after the prefix, e.g. ``public.orders``."""
+        ...
+
+    def create_table(self, table: str, rows: tuple[Row, ...] = ()) -> None: ...
+
+    def insert(self, table: str, *rows: Row) -> str: ...
+
+    def update(self, table: str, row_id: int, value: str) -> str: ...
+
+    def delete(self, table: str, row_id: int) -> str: ...
+
+    def change_key(self, table: str, old: int, new: int) -> str: ...
+
+    def truncate(self, *tables: str) -> str: ...
+
+    def run(self, *statements: str) -> None:
+        """Each statement committed on its own."""
+        ...
+
+    def run_atomically(self, *statements: str) -> None:
+        """All statements in one transaction."""
+        ...
+
+    def start(self, tables: list[str], **config: Any) -> RunningEngine: ...
+
+    def wait_for_events(
+        self, table: str, predicate: Callable[[list[Event]], bool]
+    ) -> list[Event]: ...
+
+    def events_of(self, topic_suffix: str, predicate: Callable[[list[Event]], bool]) -> list[Event]:
+        """Events of a topic named by its suffix (``transaction``, …)."""
+        ...
+
+    def check_source(self, source: dict[str, Any], table: str) -> None:
+        """Assert the connector's own ``source`` fields of an event of ``table``."""
+        ...
+
+    def check_transaction_ids(self, begin: dict[str, Any], events: list[Event]) -> None:
+        """Assert how the connector ties events to their BEGIN marker's id."""
+        ...
+
+
+class PostgresDriver:
+    """The PostgreSQL connector through the capture harness (real PostgreSQL and Kafka)."""
+
+    kind = "postgresql"
+    full_before_images = False  # REPLICA IDENTITY DEFAULT: old rows carry the key only
+
+    def __init__(self, capture: CaptureHarness) -> None:
+        self.capture = capture
+
+    @property
+    def name(self) -> str:
+        return self.capture.name
+
+    def table(self, stem: str) -> str:
+        return self.capture.table(stem)
+
+    def topic(self, table: str) -> str:
+        return f"public.{table}"
+
+    def create_table(self, table: str, rows: tuple[Row, ...] = ()) -> None:
+        self.capture.sql(f"CREATE TABLE {table} (id int PRIMARY KEY, v text)")
+        if rows:
+            self.capture.sql(self.insert(table, *rows))
+
+    def insert(self, table: str, *rows: Row) -> str:
+        values = ", ".join(f"({row_id}, {_literal(value)})" for row_id, value in rows)
+        return f"INSERT INTO {table} VALUES {values}"
+
+    def update(self, table: str, row_id: int, value: str) -> str:
+        return f"UPDATE {table} SET v = {_literal(value)} WHERE id = {row_id}"
+
+    def delete(self, table: str, row_id: int) -> str:
+        return f"DELETE FROM {table} WHERE id = {row_id}"
+
+    def change_key(self, table: str, old: int, new: int) -> str:
+        return f"UPDATE {table} SET id = {new} WHERE id = {old}"
+
+    def truncate(self, *tables: str) -> str:
+        return f"TRUNCATE {', '.join(tables)}"
+
+    def run(self, *statements: str) -> None:
+        self.capture.sql(*statements)
+
+    def run_atomically(self, *statements: str) -> None:
+        self.capture.sql("BEGIN; " + "; ".join(statements) + "; COMMIT;")
+
+    def start(self, tables: list[str], **config: Any) -> RunningEngine:
+        return self.capture.start(self.capture.resource(tables, **config))
+
+    def wait_for_events(self, table: str, predicate: Callable[[list[Event]], bool]) -> list[Event]:
+        return self.capture.wait_for_events(self.topic(table), predicate)
+
+    def events_of(self, topic_suffix: str, predicate: Callable[[list[Event]], bool]) -> list[Event]:
+        return self.capture.wait_for_events(topic_suffix, predicate)
+
+    def check_source(self, source: dict[str, Any], table: str) -> None:
+        assert source["connector"] == "postgresql"
+        assert (source["db"], source["schema"], source["table"]) == ("inventory", "public", table)
+        assert isinstance(source["lsn"], int) and isinstance(source["txId"], int)
+
+    def check_transaction_ids(self, begin: dict[str, Any], events: list[Event]) -> None:
+        # Debezium's PostgreSQL ids are "<xid>:<LSN of the message>": one xid, own LSNs.
+        xid = begin["id"].split(":")[0]
+        for event in events:
+            assert event.payload["transaction"]["id"] == f"{xid}:{event.payload['source']['lsn']}"
+
+
+def _literal(value: str | None) -> str:
+    return "NULL" if value is None else "'" + value.replace("'", "''") + "'"
+
+
+DRIVERS = ("postgresql",)
+"""The connector kinds the conformance suite runs against."""
+
+
+@pytest.fixture(params=DRIVERS)
+def driver(request: pytest.FixtureRequest) -> Iterator[ConnectorDriver]:
+    """A driver for each connector kind (its services start once per session)."""
+    if request.param == "postgresql":
+        yield PostgresDriver(request.getfixturevalue("capture"))
+    else:  # pragma: no cover - every kind in DRIVERS has a branch
+        raise AssertionError(f"no conformance driver for {request.param}")
