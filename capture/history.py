@@ -172,7 +172,11 @@ def _column_document(column: ColumnStructure) -> dict[str, Any]:
     document["autoIncremented"] = column.auto_incremented
     document["generated"] = column.generated
     document["comment"] = column.comment
-    document["hasDefaultValue"] = column.default_value_expression is not None
+    document["hasDefaultValue"] = (
+        column.default_value_expression is not None
+        if column.has_default_value is None
+        else column.has_default_value
+    )
     if column.default_value_expression is not None:
         document["defaultValueExpression"] = column.default_value_expression
     document["enumValues"] = list(column.enum_values or ())
@@ -249,6 +253,7 @@ def _column_from_document(document: Mapping[str, Any]) -> ColumnStructure:
         generated=bool(document.get("generated", False)),
         comment=document.get("comment"),
         default_value_expression=document.get("defaultValueExpression"),
+        has_default_value=_has_default(document),
         enum_values=tuple(enum_values) if enum_values else None,
     )
 
@@ -378,3 +383,9 @@ def _fsync_folder(folder: Path) -> None:
         os.fsync(descriptor)
     finally:
         os.close(descriptor)
+
+
+def _has_default(document: Mapping[str, Any]) -> bool | None:
+    """``hasDefaultValue`` where it says more than the expression does (``DEFAULT NULL``)."""
+    has = bool(document.get("hasDefaultValue", False))
+    return None if has == (document.get("defaultValueExpression") is not None) else has

@@ -215,6 +215,9 @@ class ColumnStructure:
     generated: bool = False
     comment: str | None = None
     default_value_expression: str | None = None
+    has_default_value: bool | None = None
+    """Whether the column has a default; None: exactly when it has an expression (a
+    ``DEFAULT NULL`` column has a default without one)."""
     enum_values: tuple[str, ...] | None = None
 
 

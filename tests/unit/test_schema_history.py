@@ -718,3 +718,33 @@ def test_an_unfit_history_topic_is_named_with_its_fix(
 ) -> None:
     [problem] = topic_problems("h", partitions=partitions, config=config)
     assert fix in problem
+
+
+def test_a_default_null_column_keeps_its_default_through_history() -> None:
+    from cdcflow.capture.history import change_from_document, history_document
+    from cdcflow.capture.spi import (
+        ColumnStructure,
+        Offset,
+        SchemaChange,
+        TableChange,
+        TableChangeType,
+        TableId,
+        TableStructure,
+    )
+
+    column = ColumnStructure("note", 12, "VARCHAR", 1, has_default_value=True)  # DEFAULT NULL
+    change = SchemaChange(
+        database="inventory",
+        schema=None,
+        ddl="CREATE TABLE t (note VARCHAR(9) DEFAULT NULL)",
+        changes=(
+            TableChange(
+                TableChangeType.CREATE, TableStructure(TableId("inventory", "t"), (column,))
+            ),
+        ),
+        source={},
+        offset=Offset({"pos": 1}),
+    )
+    document = history_document(change, server="s")
+    assert document["tableChanges"][0]["table"]["columns"][0]["hasDefaultValue"] is True
+    assert change_from_document(document).changes[0].table.columns[0] == column
