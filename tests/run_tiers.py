@@ -16,11 +16,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from cdcflow.operator.devservices import node_namespace
+from tests.services import node_namespace
 
 PACKAGES = ["capture", "operator", "sparkapps"]
 TIERS = ("unit", "integration", "e2e")
 CODE = [*PACKAGES, "tests", "bench"]
+#: Test packages type-checked like the shipped ones: the launchers of the tests' services.
+TYPED_TEST_PACKAGES = ["tests.services"]
 
 
 @dataclass(frozen=True)
@@ -41,7 +43,14 @@ PHASES = {
         (
             (sys.executable, "-m", "ruff", "check", *CODE),
             (sys.executable, "-m", "ruff", "format", "--check", *CODE),
-            (sys.executable, "-m", "mypy", *(f"-p=cdcflow.{package}" for package in PACKAGES)),
+            # Strict, as pyproject.toml's [tool.mypy] configures it.
+            (
+                sys.executable,
+                "-m",
+                "mypy",
+                *(f"-p=cdcflow.{package}" for package in PACKAGES),
+                *(f"-p={package}" for package in TYPED_TEST_PACKAGES),
+            ),
             (str(Path(sys.executable).parent / "lint-imports"),),
         ),
     ),
@@ -53,9 +62,9 @@ PHASES = {
             # Builds the Kubernetes binaries from their Go modules, installs the container
             # runtime and builds the node's images on a fresh machine (cached afterwards), all
             # before entering the namespaces, where there is no network.
-            (sys.executable, "-m", "cdcflow.operator.devservices.kube_node", "prepare"),
+            (sys.executable, "-m", "tests.services.kube_node", "prepare"),
             # The tier runs inside network and mount namespaces of its own, where the test
-            # node lives (see cdcflow.operator.devservices.node_namespace).
+            # node lives (see tests.services.node_namespace).
             tuple(node_namespace.wrapped(_pytest("e2e"))),
         ),
     ),

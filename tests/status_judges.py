@@ -8,7 +8,7 @@ from typing import Any
 
 import lupa
 
-from cdcflow.operator.devservices import kstatus
+from tests.services import kstatus
 
 ROOT = Path(__file__).resolve().parents[1]
 HEALTH = ROOT / "manifests" / "argocd" / "health"

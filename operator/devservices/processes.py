@@ -38,7 +38,8 @@ def cache_dir(*parts: str) -> Path:
 
 def service_host() -> str:
     """The address dev services listen on and advertise: loopback, unless inside a test node's
-    network namespace, whose bridge address pods can reach (see ``node_namespace``)."""
+    network namespace, whose bridge address pods can reach (``tests.services.node_namespace``
+    sets :data:`SERVICE_HOST_ENV` there)."""
     return os.environ.get(SERVICE_HOST_ENV) or LOOPBACK
 
 

@@ -20,8 +20,8 @@ from kopf.testing import KopfRunner
 from kubernetes import client, config, dynamic
 from kubernetes.client.exceptions import ApiException
 
-from cdcflow.operator.devservices import kube
 from tests.plugins.fix_kube import kubectl, wait_established
+from tests.services import kube
 
 GROUP = "smoke.e2e.cdcflow.io"
 PLURAL = "gadgets"

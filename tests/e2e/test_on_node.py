@@ -21,13 +21,13 @@ from typing import TYPE_CHECKING, Any
 import pytest
 import yaml
 
-from cdcflow.operator.devservices import image_layers, node_images, spark_operator
 from cdcflow.operator.devservices.kafka import KafkaBroker
-from cdcflow.operator.devservices.kube_node import KubeNode
 from cdcflow.operator.devservices.postgres import PostgresServer
 from tests.plugins.fix_kafka import read_topic_to_end
 from tests.plugins.fix_kube import KubectlError, eventually, kubectl, wait_established
 from tests.plugins.fix_postgres import query_rows, run_sql
+from tests.services import image_layers, node_images, spark_operator
+from tests.services.kube_node import KubeNode
 from tests.status_judges import verdicts
 
 if TYPE_CHECKING:

@@ -19,10 +19,10 @@ import yaml
 from kopf.testing import KopfRunner
 
 from cdcflow.capture.status_server import StatusServer
-from cdcflow.operator.devservices import kube
 from cdcflow.operator.devservices.processes import free_port
 from tests.plugins.fix_capture import CaptureHarness, RunningEngine
 from tests.plugins.fix_kube import eventually, kubectl, wait_established
+from tests.services import kube
 
 ROOT = Path(__file__).resolve().parents[2]
 WAIT_S = 60.0

@@ -22,8 +22,8 @@ import yaml
 from cdcflow.capture.resource import parse_connector
 from cdcflow.operator import connector_status, sink_status
 from cdcflow.operator.conditions import Condition, merge
-from cdcflow.operator.devservices import kube
 from tests.plugins.fix_kube import kubectl
+from tests.services import kube
 from tests.status_judges import verdicts
 
 HEALTHY = ("Current", "Healthy")

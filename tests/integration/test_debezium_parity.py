@@ -30,7 +30,6 @@ import pytest
 from pyspark.sql import SparkSession
 
 from cdcflow.operator.devservices.kafka import KafkaBroker
-from cdcflow.operator.devservices.kafka_connect import ConnectWorker
 from cdcflow.operator.devservices.postgres import PostgresServer
 from tests.integration import debezium_oracle as oracle
 from tests.integration.pg_type_catalog import (
@@ -50,6 +49,7 @@ from tests.integration.sink_support import (
 from tests.plugins.fix_capture import CaptureHarness
 from tests.plugins.fix_connect import ConnectHarness
 from tests.plugins.fix_kafka import read_topic_to_end
+from tests.services.kafka_connect import ConnectWorker
 
 RUN = uuid.uuid4().hex[:6]
 TYPES = f"p_types_{RUN}"
@@ -439,7 +439,7 @@ def test_every_property_of_debeziums_configdef_is_handled_or_listed(
     them."""
     from cdcflow.capture import config
     from cdcflow.capture.connectors.postgres.properties import PostgresProperties
-    from cdcflow.operator.devservices.kafka_connect import POSTGRES_CONNECTOR
+    from tests.services.kafka_connect import POSTGRES_CONNECTOR
 
     names = {e["name"] for e in kafka_connect_worker.rest.plugin_config(POSTGRES_CONNECTOR)}
     handled = set(config.known_properties(PostgresProperties)) | {

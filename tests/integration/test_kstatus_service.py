@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from cdcflow.operator.devservices import kstatus
+from tests.services import kstatus
 
 JSON = dict[str, Any]
 

@@ -10,7 +10,7 @@ import pytest
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.row_event import WriteRowsEvent
 
-from cdcflow.operator.devservices.mariadb import MariaDbServer
+from tests.services.mariadb import MariaDbServer
 
 BINLOG_READER_SERVER_ID = 5401
 INSERT_DENIED = 1142

@@ -16,10 +16,10 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from cdcflow.operator.devservices import kafka_connect
 from cdcflow.operator.devservices.kafka import KafkaBroker
-from cdcflow.operator.devservices.kafka_connect import ConnectWorker
 from cdcflow.operator.devservices.postgres import PostgresServer
+from tests.services import kafka_connect
+from tests.services.kafka_connect import ConnectWorker
 
 #: Kafka Connect's stock transform that drops the primary-key-change headers: the Debezium JDBC
 #: sink cannot read ``__debezium.newkey`` whichever connector wrote it (the documented

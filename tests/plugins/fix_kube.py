@@ -1,6 +1,6 @@
 """Fixture plugin: one real kube-apiserver + etcd per test session and a fresh namespace per test.
 
-The cluster is envtest-style (see :mod:`cdcflow.operator.devservices.kube`): no kubelet or
+The cluster is envtest-style (see :mod:`tests.services.kube`): no kubelet or
 controllers, so pods never run and a deleted namespace stays ``Terminating`` for ever. Tests
 therefore get a namespace of their own and never wait for one to go away.
 
@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from cdcflow.operator.devservices import kube
+from tests.services import kube
 
 CRD_DIR = Path(__file__).resolve().parents[2] / "crds"
 NAMESPACE_NAME_MAX = 63

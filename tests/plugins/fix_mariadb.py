@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from cdcflow.operator.devservices import mariadb
+from tests.services import mariadb
 
 
 @pytest.fixture(scope="session")

@@ -1,9 +1,9 @@
 """Fixture plugin: one real single-node Kubernetes per test session, and a namespace per test.
 
-The node (:mod:`cdcflow.operator.devservices.kube_node`) runs only inside the network and mount
+The node (:mod:`tests.services.kube_node`) runs only inside the network and mount
 namespaces the e2e tier is started in (``python -m tests.run_tiers e2e``); PostgreSQL and Kafka
 of the same session listen on the node's address there, so pods reach them. Its images are
-the ones built from this checkout (:mod:`cdcflow.operator.devservices.node_images`).
+the ones built from this checkout (:mod:`tests.services.node_images`).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from cdcflow.operator.devservices import kube_node, node_images
 from tests.plugins.fix_kube import kubectl, unique_namespace_name
+from tests.services import kube_node, node_images
 
 ROOT = Path(__file__).resolve().parents[2]
 

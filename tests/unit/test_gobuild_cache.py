@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from cdcflow.operator.devservices import gobuild
+from tests.services import gobuild
 
 
 @pytest.fixture(autouse=True)

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from cdcflow.operator.devservices import kube
 from tests.plugins.fix_kube import unique_namespace_name
+from tests.services import kube
 
 RELEASE_GO_MOD: dict[str, Any] = {
     "Module": {"Path": "k8s.io/kubernetes"},

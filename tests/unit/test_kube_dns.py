@@ -11,8 +11,8 @@ import dns.rcode
 import dns.rdatatype
 import pytest
 
-from cdcflow.operator.devservices import kube_dns
-from cdcflow.operator.devservices.kube_dns import (
+from tests.services import kube_dns
+from tests.services.kube_dns import (
     CachedClusterSource,
     ClusterResolver,
     ClusterSnapshot,

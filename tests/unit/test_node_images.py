@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from cdcflow.operator.devservices import image_layers, oci_archive
-from cdcflow.operator.devservices.oci_archive import ImageConfig
+from tests.services import image_layers, oci_archive
+from tests.services.oci_archive import ImageConfig
 
 NAME = "ghcr.io/cdcflow/example:1.2.3"
 CONFIG = ImageConfig(

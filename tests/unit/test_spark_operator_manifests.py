@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 import yaml
 
-from cdcflow.operator.devservices import spark_operator as so
+from tests.services import spark_operator as so
 
 IMAGE = "cdcflow/spark-operator:dev"
 JOBS = "jobs"

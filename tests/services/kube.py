@@ -3,7 +3,7 @@
 Alone, there is no kubelet, scheduler or controller-manager: objects are stored, validated
 (OpenAPI, CEL, admission), watched and served exactly as in production, but pods never run,
 garbage collection never happens and deleted namespaces stay ``Terminating`` forever.
-:mod:`~cdcflow.operator.devservices.kube_node` adds those for a real single-node cluster
+:mod:`~tests.services.kube_node` adds those for a real single-node cluster
 (``ApiServerNetwork(for_node=True)``).
 
 Binaries
@@ -46,7 +46,7 @@ Binaries
     Measured on the 2-core project machine with empty Go caches: 4 min 15 s for the first
     three (peak RSS 1.9 GB), about 80 s more for the node's three; 90 s for all six with warm
     Go caches. Disk: ``bin/`` 424 MB, module cache 0.6 GB, build cache 3 GB.
-    ``python -m cdcflow.operator.devservices.kube build`` fills the cache ahead of a test run;
+    ``python -m tests.services.kube build`` fills the cache ahead of a test run;
     ``… up`` starts a cluster and prints its ``KUBECONFIG``.
 
 Cluster
@@ -80,7 +80,8 @@ from typing import Any
 
 import yaml
 
-from cdcflow.operator.devservices import gobuild, processes
+from cdcflow.operator.devservices import processes
+from tests.services import gobuild
 
 SERVICE = "kube-apiserver"
 ETCD_SERVICE = "etcd"
@@ -112,7 +113,7 @@ class ApiServerNetwork:
     """Where kube-apiserver listens and what it tells clients and pods.
 
     The default is envtest's: loopback, a free port, no kubelet. A test node
-    (:mod:`cdcflow.operator.devservices.kube_node`) serves on every address of its private
+    (:mod:`tests.services.kube_node`) serves on every address of its private
     network namespace at 443, the ``kubernetes`` Service's port, with node authorization and
     service-account tokens for pods.
     """
@@ -665,7 +666,7 @@ def _two_free_ports() -> tuple[int, int]:
 
 
 # --------------------------------------------------------------------------------------------
-# Command line: ``python -m cdcflow.operator.devservices.kube build|up``
+# Command line: ``python -m tests.services.kube build|up``
 
 
 def _interrupt(signum: int, frame: object) -> None:

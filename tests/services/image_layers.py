@@ -38,8 +38,9 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from cdcflow.operator.devservices import gobuild, processes
-from cdcflow.operator.devservices.oci_archive import (
+from cdcflow.operator.devservices import processes
+from tests.services import gobuild
+from tests.services.oci_archive import (
     LayerFile,
     cache_home,
     cached_layer,

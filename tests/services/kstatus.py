@@ -13,7 +13,7 @@ Binary
     ``cache_dir("kstatus", KSTATUS_VERSION)/src``, runs ``go mod tidy`` (which resolves the
     release's own dependency versions through the module proxy) and ``go build`` with
     ``CGO_ENABLED=0``, ``-trimpath``, ``-buildvcs=false`` and ``-ldflags=-s -w`` into
-    ``bin/kstatus``, once per machine, like :mod:`cdcflow.operator.devservices.kube`: a file
+    ``bin/kstatus``, once per machine, like :mod:`tests.services.kube`: a file
     lock serialises concurrent first uses and ``built.json`` (a digest of the recipe, the Go
     source included) is written last. v0.37.2 is the newest release the module proxy serves
     here (``go list -m -versions sigs.k8s.io/cli-utils`` lists only it). Flux itself now
@@ -31,7 +31,7 @@ Binary
     v0.30 ``k8s.io`` modules not yet downloaded; 45 s with empty Go caches (28 modules, 140 MB
     of module cache, 170 MB of build cache); 0.6 s to rebuild with warm Go caches. The
     stripped static binary is 8.7 MB; a :func:`compute` call takes about 8 ms.
-    ``python -m cdcflow.operator.devservices.kstatus build`` fills the cache and prints the path
+    ``python -m tests.services.kstatus build`` fills the cache and prints the path
     and time; ``… compute < object.json`` prints the verdict for one object.
 
 What kstatus says about a custom resource (``status.Compute``, in this order)
@@ -55,7 +55,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cdcflow.operator.devservices import gobuild, processes
+from cdcflow.operator.devservices import processes
+from tests.services import gobuild
 
 SERVICE = "kstatus"
 KSTATUS_MODULE = "sigs.k8s.io/cli-utils"
@@ -232,7 +233,7 @@ def _binary() -> Path:
 
 
 # --------------------------------------------------------------------------------------------
-# Command line: ``python -m cdcflow.operator.devservices.kstatus build|compute``
+# Command line: ``python -m tests.services.kstatus build|compute``
 
 
 def main(argv: Sequence[str]) -> int:

@@ -17,12 +17,12 @@ image-layout archives, which ``ctr -n k8s.io images import`` loads into containe
   runs the ``driver`` and ``executor`` commands the way Apache Spark's Kubernetes image does.
 * :data:`SPARK_OPERATOR_IMAGE` — the Kubeflow Spark operator's controller: the Spark image's
   layers (its ``spark-submit`` launches the drivers) plus the controller binary that
-  :mod:`~cdcflow.operator.devservices.spark_operator` builds from its Go module.
+  :mod:`~tests.services.spark_operator` builds from its Go module.
 
-The layers are made by :mod:`~cdcflow.operator.devservices.image_layers`; each is an
-uncompressed tar that :mod:`~cdcflow.operator.devservices.oci_archive` caches under
-``cache_dir("node-images")/layers`` with its digest beside it, named by a digest of everything
-that decides its content, and writes into the archives:
+The layers are made by :mod:`~tests.services.image_layers`; each is an uncompressed tar
+that :mod:`~tests.services.oci_archive` caches under ``cache_dir("node-images")/layers``
+with its digest beside it, named by a digest of everything that decides its content, and writes
+into the archives:
 
 =================  =======================================================  ===============
 layer              made by                                                  keyed by
@@ -53,7 +53,7 @@ whose name already points at the same manifest digest, and streams only the blob
 lacks (``ctr`` otherwise re-sends and re-hashes every blob): 19 s into an empty store, 0.3 s
 after a code change, 0.04 s when nothing changed.
 
-``python -m cdcflow.operator.devservices.node_images build`` builds everything and prints
+``python -m tests.services.node_images build`` builds everything and prints
 each archive's name, path, size and build time (``import --address SOCKET`` imports too).
 """
 
@@ -69,8 +69,9 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from cdcflow.operator.devservices import processes, spark_operator
-from cdcflow.operator.devservices.image_layers import (
+from cdcflow.operator.devservices import processes
+from tests.services import spark_operator
+from tests.services.image_layers import (
     BASE_ROOTFS,
     BUILD_TIMEOUT,
     CDCFLOW_CACHE,
@@ -89,7 +90,7 @@ from cdcflow.operator.devservices.image_layers import (
     source_digest,
     spark_layer,
 )
-from cdcflow.operator.devservices.oci_archive import (
+from tests.services.oci_archive import (
     ImageArchive,
     ImageConfig,
     LayerFile,
@@ -106,7 +107,7 @@ CDCFLOW_IMAGE = "ghcr.io/cdcflow/cdcflow:0.1.0"
 SPARK_IMAGE = "ghcr.io/cdcflow/cdcflow-spark:0.1.0"
 SPARK_OPERATOR_IMAGE = f"localhost/cdcflow-spark-operator:{spark_operator.VERSION}"
 
-MODULE = "cdcflow.operator.devservices.node_images"
+MODULE = "tests.services.node_images"
 log = logging.getLogger(MODULE)
 PATH_ENV = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 CTR_HINT = "ctr comes with containerd: `apt-get install containerd`."
@@ -286,7 +287,7 @@ def _ctr_lines(ctr: Sequence[str], *args: str) -> list[str]:
 
 
 # --------------------------------------------------------------------------------------------
-# Command line: ``python -m cdcflow.operator.devservices.node_images build|import``
+# Command line: ``python -m tests.services.node_images build|import``
 
 
 def main(argv: Sequence[str]) -> int:

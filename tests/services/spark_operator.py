@@ -6,7 +6,7 @@ A CdcSink becomes a ``sparkoperator.k8s.io/v1beta2`` SparkApplication (see
 Binary
     :func:`build_spark_operator` builds ``github.com/kubeflow/spark-operator/v2`` at v2.3.0 (the
     one version the module proxy serves here) into ``cache_dir("spark-operator", "v2.3.0")``,
-    once per machine, like :mod:`cdcflow.operator.devservices.kube`: a file lock serialises
+    once per machine, like :mod:`tests.services.kube`: a file lock serialises
     concurrent first uses and ``built.json`` (a digest of the recipe) is written last.
 
     The release's go.mod pins every ``k8s.io/*`` module with ``replace`` directives, which only
@@ -28,7 +28,7 @@ Binary
     Measured on the 2-core project machine with empty Go module and build caches: 82 s wall
     (123 s user), peak RSS 0.8 GB; 74 modules (0.3 GB) downloaded, 1 GB of build cache; 2 s with
     warm Go caches. The stripped static binary is 53 MB, byte-identical across rebuilds.
-    ``python -m cdcflow.operator.devservices.spark_operator build`` fills the cache and prints
+    ``python -m tests.services.spark_operator build`` fills the cache and prints
     the time taken; ``… manifests IMAGE [NAMESPACE...]`` prints the manifests as YAML.
 
 How the controller runs an application (read from the v2.3.0 source)
@@ -46,7 +46,7 @@ How the controller runs an application (read from the v2.3.0 source)
     ClusterIP; drivers default to ``https://kubernetes.default.svc`` (cluster DNS) to start
     executors unless ``spark.kubernetes.driver.master`` says otherwise.
 
-    Checked against :func:`~cdcflow.operator.devservices.kube.running_kube_apiserver`: run as
+    Checked against :func:`~tests.services.kube.running_kube_apiserver`: run as
     its service account with these manifests' RBAC (cluster-wide and per-namespace), no webhook,
     ``SPARK_HOME`` = pyspark 4.0.1 and Java 17, the controller submitted the CdcSink's
     SparkApplication in 4 s: driver pod (service account ``spark``), its ConfigMap and headless
@@ -101,7 +101,8 @@ from typing import Any
 
 import yaml
 
-from cdcflow.operator.devservices import gobuild, processes
+from cdcflow.operator.devservices import processes
+from tests.services import gobuild
 
 JSON = dict[str, Any]
 SERVICE = "spark-operator"
@@ -493,7 +494,7 @@ def _binding(kind: str, role_kind: str, name: str, namespace: str | None, subjec
 
 
 # --------------------------------------------------------------------------------------------
-# Command line: ``python -m cdcflow.operator.devservices.spark_operator build|manifests``
+# Command line: ``python -m tests.services.spark_operator build|manifests``
 
 
 def main(argv: Sequence[str]) -> int:

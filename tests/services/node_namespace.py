@@ -4,7 +4,7 @@ A kubelet cannot use a loopback node address, its CNI bridge turns on IP forward
 rewrites machine-wide sysctls. So the node, the control plane and every service its pods use
 run inside namespaces made for the run alone::
 
-    python -m cdcflow.operator.devservices.node_namespace -- <command …>
+    python -m tests.services.node_namespace -- <command …>
 
 re-executes itself under ``unshare --net --mount --propagation private`` (root only), then,
 inside, before it executes ``<command>``:
@@ -45,7 +45,7 @@ SHADOWED_SYSCTLS = ("kernel/panic", "kernel/panic_on_oops", "vm/overcommit_memor
 INSIDE_ENV = "CDCFLOW_NODE_NAMESPACE"
 SERVICE_HOST_ENV = processes.SERVICE_HOST_ENV
 UNSHARE = ("unshare", "--net", "--mount", "--propagation", "private")
-MODULE = "cdcflow.operator.devservices.node_namespace"
+MODULE = "tests.services.node_namespace"
 ROOT_HINT = (
     "The test Kubernetes node needs root (it creates network and mount namespaces, a bridge "
     "and cgroups); run the e2e tier as root, e.g. in the project's CI or a throwaway VM."

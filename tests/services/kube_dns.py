@@ -40,7 +40,7 @@ together), no longer, since pods come and go within a test. Messages are parsed 
 with dnspython; where the names come from is a :class:`ClusterSource`, so tests serve from
 memory without a cluster.
 
-``python -m cdcflow.operator.devservices.kube_dns --kubeconfig K --address A [--port P]``
+``python -m tests.services.kube_dns --kubeconfig K --address A [--port P]``
 serves until Ctrl-C (``dig @A -p P kubernetes.default.svc.cluster.local``).
 """
 
@@ -682,7 +682,7 @@ def running_cluster_dns(
 
 
 # --------------------------------------------------------------------------------------------
-# Command line: ``python -m cdcflow.operator.devservices.kube_dns --kubeconfig K --address A``
+# Command line: ``python -m tests.services.kube_dns --kubeconfig K --address A``
 
 
 def main(argv: Sequence[str]) -> int:

@@ -36,7 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from cdcflow.operator.devservices import node_namespace, processes
+from cdcflow.operator.devservices import processes
+from tests.services import node_namespace
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +49,7 @@ KEY_LENGTH = 16  # hex digits of a cache key in a file name
 KEEP_VERSIONS = 2  # cached layers and archives kept per kind (this build and the one before)
 COPY_BUFFER = 1 << 20
 # The maker each image's history names: part of the config blob, so of the archives' digests.
-CREATED_BY = "cdcflow.operator.devservices.node_images"
+CREATED_BY = "tests.services.node_images"
 
 MEDIA_LAYER = "application/vnd.oci.image.layer.v1.tar"
 MEDIA_CONFIG = "application/vnd.oci.image.config.v1+json"
@@ -338,7 +339,7 @@ def cached_layer(
         raise processes.ServiceStartError(
             f"The {kind} image layer is out of date, and it cannot be built inside the test "
             "node's network namespace (no network there). Build the images first: "
-            "`python -m cdcflow.operator.devservices.kube_node prepare` (`make e2e` and "
+            "`python -m tests.services.kube_node prepare` (`make e2e` and "
             "`make test` do)."
         )
     with processes.locked(layers / f"{kind}.lock"):

@@ -1,12 +1,12 @@
 """A real single-node Kubernetes for the e2e tests: control plane, containerd and a kubelet.
 
-Runs only inside the namespaces of :mod:`~cdcflow.operator.devservices.node_namespace` (root,
-a private network and mount namespace), which keep every address, mount and sysctl write of the
-node away from the machine. What it starts, all as children of the calling process:
+Runs only inside the namespaces of :mod:`~tests.services.node_namespace` (root, a private
+network and mount namespace), which keep every address, mount and sysctl write of the node away
+from the machine. What it starts, all as children of the calling process:
 
-* etcd and kube-apiserver (:mod:`~cdcflow.operator.devservices.kube`), serving on 443 at the
-  node address and at the ``kubernetes`` Service's ClusterIP, with node authorization and
-  service-account tokens; kube-controller-manager and kube-scheduler. All six binaries come
+* etcd and kube-apiserver (:mod:`~tests.services.kube`), serving on 443 at the node address
+  and at the ``kubernetes`` Service's ClusterIP, with node authorization and service-account
+  tokens; kube-controller-manager and kube-scheduler. All six binaries come
   from one Go build of the pinned ``k8s.io/kubernetes`` release.
 * containerd 1.6 and runc from Debian (installed on first use) with a configuration of its own:
   its socket and state in the run's folder, its content store in the cdcflow cache so imported
@@ -14,21 +14,21 @@ node away from the machine. What it starts, all as children of the calling proce
   machines lacks CAP_SYS_RESOURCE (runc fails every sandbox without it); cgroupfs, not systemd.
 * the CNI ``bridge`` plugin (Debian's containernetworking-plugins) on the namespace's bridge,
   host-local addresses from :data:`~node_namespace.POD_SUBNET`, no masquerading.
-* a tiny cluster DNS (:mod:`~cdcflow.operator.devservices.kube_dns`) at the node address:
-  there is no registry to pull CoreDNS from.
+* a tiny cluster DNS (:mod:`~tests.services.kube_dns`) at the node address: there is no
+  registry to pull CoreDNS from.
 * kubelet (cgroup v1 allowed, cgroupfs driver, image garbage collection off, eviction only
   when a disk is 99 % full) with iptables kept off its ``PATH``.
 
-Images are the locally built ones of :mod:`~cdcflow.operator.devservices.node_images`,
-imported with ``ctr`` when their digest is not in the store yet. There is no kube-proxy:
+Images are the locally built ones of :mod:`~tests.services.node_images`, imported with
+``ctr`` when their digest is not in the store yet. There is no kube-proxy:
 ClusterIPs other than the API server's route nowhere, so the cluster DNS answers Service names
 with their endpoints' pod addresses. There is no storage provisioner: hostPath
 PersistentVolumes are made up front. Everything stops in reverse order on exit, pod processes
 by their cgroups, and the kubelet's cgroups are removed; the logs of the last run stay in
 ``~/.cache/cdcflow/node/last-run-logs``.
 
-``python -m cdcflow.operator.devservices.kube_node shell`` starts the node (inside fresh
-namespaces) and opens a shell with ``KUBECONFIG`` set; leaving the shell stops it.
+``python -m tests.services.kube_node shell`` starts the node (inside fresh namespaces) and
+opens a shell with ``KUBECONFIG`` set; leaving the shell stops it.
 """
 
 from __future__ import annotations
@@ -49,11 +49,12 @@ from typing import Any
 
 import yaml
 
-from cdcflow.operator.devservices import kstatus, kube, kube_dns, node_images, processes
-from cdcflow.operator.devservices import node_namespace as netns
-from cdcflow.operator.devservices.oci_archive import ImageArchive
+from cdcflow.operator.devservices import processes
+from tests.services import kstatus, kube, kube_dns, node_images
+from tests.services import node_namespace as netns
+from tests.services.oci_archive import ImageArchive
 
-MODULE = "cdcflow.operator.devservices.kube_node"
+MODULE = "tests.services.kube_node"
 SERVICE = "Kubernetes node"
 NODE_NAME = "cdcflow-node"
 API_PORT = 443
