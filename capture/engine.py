@@ -267,7 +267,7 @@ class Engine:
                 return
             source = connector.streaming(offset)
             log.info("streaming changes")
-            pipeline.stream(source)
+            pipeline.stream(source, delivered=_delivered_before(connector, offset))
             stats.phase = "stopped"
             finished = True
         finally:
@@ -370,6 +370,16 @@ class Engine:
             time.monotonic() - started,
         )
         return offset
+
+
+def _delivered_before(
+    connector: Connector, offset: Offset | None
+) -> Callable[[Offset], bool] | None:
+    """Whether a transaction committing at a position was delivered before ``offset``."""
+    if offset is None:
+        return None
+    stored = connector.position(offset).order_key()
+    return lambda commits_at: connector.position(commits_at).order_key() < stored
 
 
 def _configuration_based(properties: EngineProperties) -> snapshots.ConfigurationBased:

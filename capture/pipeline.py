@@ -252,15 +252,25 @@ class Pipeline:
         if source is not None:
             source.acknowledge(offset)
 
-    def stream(self, source: StreamingSource) -> None:
-        """Dispatch events until the stop flag is set; commit what is durable on the way out."""
+    def stream(
+        self, source: StreamingSource, *, delivered: Callable[[Offset], bool] | None = None
+    ) -> None:
+        """Dispatch events until the stop flag is set; commit what is durable on the way out.
+
+        ``delivered`` tells, from a transaction's ``commits_at``, whether it was delivered
+        before a restart: such a transaction's events are dropped up to its commit.
+        """
         dispatcher, signalling = self._dispatcher, self._dispatcher.signalling
         pending: Offset | None = None
+        skipping = False
         last_commit = last_beat = last_poll = time.monotonic()
         self._stats.phase = "streaming"
         if signalling is not None:
             signalling.start()
         for event in source.events():
+            if skipping:  # the rest of a transaction delivered before the restart
+                skipping = type(event) is not TxCommit
+                continue
             match event:  # exhaustive: a new event type fails mypy here, never drops silently
                 case RowChange():
                     dispatcher.row(event)
@@ -268,6 +278,10 @@ class Pipeline:
                     dispatcher.commit(event)
                     pending = event.offset
                 case TxBegin():
+                    at = event.commits_at
+                    if delivered is not None and at is not None and delivered(at):
+                        skipping = True
+                        continue
                     dispatcher.begin(event)
                 case Idle():
                     pending = event.offset or pending

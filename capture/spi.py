@@ -147,10 +147,16 @@ class RowChange:
 
 @dataclass(frozen=True, slots=True)
 class TxBegin:
-    """A source transaction starts; ``tx_id`` matches the RowChanges that follow."""
+    """A source transaction starts; ``tx_id`` matches the RowChanges that follow.
+
+    ``commits_at``, when the connector knows it at the start, is the position the transaction
+    commits at: on a restart the engine drops, unread, every transaction that commits before
+    the stored position (it was delivered before the stop).
+    """
 
     tx_id: str
     source: dict[str, Any]
+    commits_at: Offset | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -423,6 +429,11 @@ class Connector(Protocol):
 
     def position_available(self, offset: Offset | None) -> bool:
         """Whether the log still holds the changes after ``offset``."""
+        ...
+
+    def position(self, offset: Offset) -> Position:
+        """The connector's typed position of a stored offset (its order decides what the
+        engine skips after a restart)."""
         ...
 
     def prepare_stream(self, *, for_snapshot: bool, offset: Offset | None) -> None:

@@ -139,7 +139,7 @@ def _row(op: Op, row_id: int, note: str | None = None, tx: str = "7") -> RowChan
 
 def _transaction(tx: str, pos: int, *changes: RowChange) -> list[Event]:
     return [
-        TxBegin(tx, {"ts_ms": 1}),
+        TxBegin(tx, {"ts_ms": 1}, commits_at=Offset({"pos": pos})),
         *changes,
         TxCommit(tx, Offset({"pos": pos}), {"ts_ms": 1}),
     ]
@@ -226,3 +226,24 @@ def test_a_log_message_from_a_connector_without_the_capability_is_an_error_not_a
 
     with pytest.raises(TypeError, match="LogMessages"):
         pipeline.stream(ScriptedSource(journal, [message]))
+
+
+def test_after_a_restart_transactions_committed_before_the_stored_position_are_dropped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _slow_clock(monkeypatch)
+    journal = Journal()
+    pipeline, sink, offsets = _pipeline(journal)
+    source = ScriptedSource(
+        journal,
+        [
+            *_transaction("7", 10, _row(Op.CREATE, 1, "replayed")),  # delivered before the stop
+            *_transaction("8", 20, _row(Op.CREATE, 2, "new")),
+        ],
+    )
+
+    pipeline.stream(source, delivered=lambda at: int(at.get("pos")) < 15)
+
+    values = [orjson.loads(r.value)["payload"]["after"] for r in sink.records if r.value]
+    assert values == [{"id": 2, "note": "new"}]
+    assert [o.get("pos") for o in offsets.saved] == [20]

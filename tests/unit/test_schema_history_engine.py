@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -67,6 +68,19 @@ CREATE = SchemaChange(
 ORDERS_SCHEMA = TableSchema(
     ORDERS, (Column("id", "INT", {"type": "int32", "optional": False}, int, False),), ("id",)
 )
+
+
+@dataclass(frozen=True)
+class Counter:
+    """The test connector's position: a number."""
+
+    pos: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"pos": self.pos}
+
+    def order_key(self) -> tuple[int]:
+        return (self.pos,)
 
 
 class MemoryConnectorProperties(HistorizedProperties):
@@ -144,6 +158,9 @@ class HistorizedConnector:
 
     def position_available(self, offset: Offset | None) -> bool:
         return True
+
+    def position(self, offset: Offset) -> Counter:
+        return Counter(int(offset.get("pos") or 0))
 
     def prepare_stream(self, *, for_snapshot: bool, offset: Offset | None) -> None:
         pass

@@ -290,6 +290,9 @@ class PostgresConnector:
         tables = [TableId(str(s), str(t)) for s, t in rows.fetchall()]
         return self.filters.snapshot_order([t for t in tables if self.filters.captures(t)])
 
+    def position(self, offset: Offset) -> PostgresPosition:
+        return PostgresPosition.from_offset(offset)
+
     def position_available(self, offset: Offset | None) -> bool:
         """Whether the slot still holds the changes after ``offset``."""
         return checks.slot_state(self.conn, self.properties.slot_name) is not None

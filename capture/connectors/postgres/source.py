@@ -177,8 +177,8 @@ class PostgresPosition:
         """Where streaming resumes: after the last commit, else after the last event."""
         return self.lsn_commit or self.lsn
 
-    def order_key(self) -> tuple[int, int]:
-        return (self.lsn_commit or 0, self.lsn)
+    def order_key(self) -> tuple[int]:
+        return (self.resume_lsn,)
 
 
 def lsn_offset(*, lsn: int, tx_id: int | None, ts_us: int, committed: bool = True) -> Offset:
@@ -235,7 +235,6 @@ class PostgresStream:
         self._placeholder = placeholder
         self._failure_mode = failure_mode
         self._binary_placeholder = base64.b64encode(placeholder.encode()).decode()
-        self._resume_lsn = resume_lsn
         self._status_interval = status_interval_s
         self._poll_interval = poll_interval_s
         self._relations: dict[int, DecodedTable | None] = {}
@@ -248,7 +247,6 @@ class PostgresStream:
         self._last_ts_us: int | None = None
         self._tx: pgoutput.Begin | None = None
         self._tx_base: dict[str, Any] = {}
-        self._skipping = False
 
     # -- position feedback -------------------------------------------------------------------
 
@@ -313,8 +311,6 @@ class PostgresStream:
     def _handle(self, message: pgoutput.PgOutputMessage, lsn: int) -> Event | None:
         kind = type(message)
         if kind is pgoutput.Insert or kind is pgoutput.Update or kind is pgoutput.Delete:
-            if self._skipping:
-                return None
             try:
                 return self._row(message, lsn)  # type: ignore[arg-type]
             except (ValueError, TypeError, ArithmeticError) as error:
@@ -327,9 +323,9 @@ class PostgresStream:
         if kind is pgoutput.Relation:
             self._relation(message)  # type: ignore[arg-type]
             return None
-        if kind is pgoutput.Truncate and not self._skipping:
+        if kind is pgoutput.Truncate:
             return self._truncate(message, lsn)  # type: ignore[arg-type]
-        if kind is pgoutput.Message and not self._skipping:
+        if kind is pgoutput.Message:
             return self._message(message, lsn)  # type: ignore[arg-type]
         if kind is pgoutput.Origin and self._tx is not None:
             # A transaction replayed from another server (a replication origin): its events
@@ -357,9 +353,6 @@ class PostgresStream:
 
     def _begin(self, begin: pgoutput.Begin, lsn: int) -> Event | None:
         self._tx = begin
-        self._skipping = begin.final_lsn < self._resume_lsn
-        if self._skipping:
-            return None
         ts_us = pgoutput.to_unix_us(begin.commit_time_us)
         self._last_ts_us = ts_us
         self._tx_base = {
@@ -374,7 +367,9 @@ class PostgresStream:
             "origin": None,
             "origin_lsn": None,
         }
-        return TxBegin(transaction_id(begin.xid, lsn), self._tx_base)
+        # A transaction commits at its final LSN: the engine skips those before the offset.
+        commits_at = Offset.of(PostgresPosition(lsn=begin.final_lsn, lsn_commit=begin.final_lsn))
+        return TxBegin(transaction_id(begin.xid, lsn), self._tx_base, commits_at)
 
     def _tx_id(self, lsn: int) -> str | None:
         """The transaction id of an event at ``lsn`` in the open transaction, if any."""
@@ -382,9 +377,8 @@ class PostgresStream:
 
     def _commit(self, commit: pgoutput.Commit, lsn: int) -> Event | None:
         begin, self._tx = self._tx, None
-        skipped, self._skipping = self._skipping, False
         self._last_commit_lsn = commit.end_lsn
-        if skipped or begin is None:
+        if begin is None:
             return None
         ts_us = pgoutput.to_unix_us(commit.commit_time_us)
         offset = self._with_xmin(lsn_offset(lsn=commit.end_lsn, tx_id=begin.xid, ts_us=ts_us))
