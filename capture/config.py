@@ -8,7 +8,7 @@ names so an existing Debezium configuration moves over unchanged; unknown names 
 with the valid ones listed, and 1.x names (``database.server.name``, …) are accepted as
 deprecated aliases with a warning. Credentials never appear here: they come from a Secret (in
 a pod, as environment variables) or, locally, from the environment or a file. The resource
-around these properties is modelled in :mod:`cdcflow.capture.resource`.
+around these properties is modelled in :mod:`cdcflow.capture.connector_resource`.
 """
 
 from __future__ import annotations

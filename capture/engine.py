@@ -24,16 +24,16 @@ from typing import Any, Literal
 from cdcflow.capture import registry
 from cdcflow.capture import snapshot as snapshots
 from cdcflow.capture.config import ConfigError, EngineProperties, HistorizedProperties
+from cdcflow.capture.connector_resource import CdcConnector, KafkaSpec
 from cdcflow.capture.credentials import Login
 from cdcflow.capture.envelope import Framing, context_headers
 from cdcflow.capture.errors import FatalError, RetriableError
 from cdcflow.capture.filters import Filters
-from cdcflow.capture.incremental import IncrementalSnapshotter
 from cdcflow.capture.notify_http import HttpNotifier
 from cdcflow.capture.offsets import FileOffsetStore, MemoryOffsetStore
 from cdcflow.capture.pipeline import Dispatcher, Pipeline
-from cdcflow.capture.resource import CdcConnector, KafkaSpec
-from cdcflow.capture.signalling import Notifications, Signalling
+from cdcflow.capture.signals.channels import Notifications, Signalling
+from cdcflow.capture.signals.incremental import IncrementalSnapshotter
 from cdcflow.capture.spi import (
     Connector,
     Heartbeats,

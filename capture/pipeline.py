@@ -21,7 +21,7 @@ from cdcflow.capture import faults
 from cdcflow.capture.config import EngineProperties
 from cdcflow.capture.envelope import Framing, SideRecords, TableSerializer
 from cdcflow.capture.filters import Filters
-from cdcflow.capture.signalling import Signalling
+from cdcflow.capture.signals.channels import Signalling
 from cdcflow.capture.spi import (
     Idle,
     LogMessage,

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from typing import Protocol, cast
 
 from cdcflow.capture.config import ConfigError, EngineProperties
+from cdcflow.capture.connector_resource import CdcConnector
 from cdcflow.capture.credentials import Login
 from cdcflow.capture.filters import Filters
-from cdcflow.capture.resource import CdcConnector
 from cdcflow.capture.spi import Connector
 
 FACTORIES = {"postgresql": "cdcflow.capture.connectors.postgres.factory"}

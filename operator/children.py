@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from cdcflow.capture.resource import CdcConnector
+from cdcflow.capture.connector_resource import CdcConnector
 
 JSON = dict[str, Any]
 PORT = 8080

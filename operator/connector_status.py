@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from cdcflow.capture.resource import SOURCE_KINDS, CdcConnector, default_port
+from cdcflow.capture.connector_resource import SOURCE_KINDS, CdcConnector, default_port
 from cdcflow.operator.conditions import Condition, summary
 
 

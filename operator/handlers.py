@@ -23,7 +23,7 @@ from typing import Any
 import kopf
 
 from cdcflow.capture.config import ConfigError
-from cdcflow.capture.resource import CdcConnector, parse_connector
+from cdcflow.capture.connector_resource import CdcConnector, parse_connector
 from cdcflow.operator import (
     capture_client,
     children,
@@ -36,7 +36,7 @@ from cdcflow.operator import (
 )
 from cdcflow.operator.conditions import find, merge, now, summary
 from cdcflow.operator.kube import Kube, load_configuration
-from cdcflow.operator.resources import CdcSnapshotSignal
+from cdcflow.operator.signal_resource import CdcSnapshotSignal
 from cdcflow.sparkapps.config import SinkConfigError, parse_sink
 
 GROUP, VERSION = "cdcflow.io", "v1alpha1"

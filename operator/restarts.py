@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from cdcflow.capture.resource import CdcConnector
+from cdcflow.capture.connector_resource import CdcConnector
 
 
 @dataclass(frozen=True)

@@ -18,10 +18,10 @@ from typing import Any
 
 import orjson
 
-from cdcflow.capture.resource import CdcConnector
+from cdcflow.capture.connector_resource import CdcConnector
 from cdcflow.operator import capture_client
 from cdcflow.operator.conditions import Condition, summary
-from cdcflow.operator.resources import CdcSnapshotSignal
+from cdcflow.operator.signal_resource import CdcSnapshotSignal
 
 TERMINAL_SUCCESS = {
     ("execute", "COMPLETED"): "SnapshotCompleted",

@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from cdcflow.capture.resource import CdcConnector
+from cdcflow.capture.connector_resource import CdcConnector
 from cdcflow.operator.children import owner_reference
 from cdcflow.sparkapps.config import CdcSink
 

@@ -13,8 +13,8 @@ import click
 
 from cdcflow.capture.cli import progress
 from cdcflow.capture.config import ConfigError
+from cdcflow.capture.connector_resource import load_connector
 from cdcflow.capture.errors import CaptureError
-from cdcflow.capture.resource import load_connector
 
 
 @click.command()

@@ -9,8 +9,8 @@ from pathlib import Path
 import click
 
 from cdcflow.capture.config import ConfigError
+from cdcflow.capture.connector_resource import load_connector
 from cdcflow.capture.errors import CaptureError
-from cdcflow.capture.resource import load_connector
 from cdcflow.capture.spi import Cleanup
 
 

@@ -12,8 +12,8 @@ import click
 import orjson
 
 from cdcflow.capture.config import ConfigError
+from cdcflow.capture.connector_resource import load_connector
 from cdcflow.capture.errors import CaptureError
-from cdcflow.capture.resource import load_connector
 from cdcflow.capture.spi import OffsetStore
 
 _FILE = click.option(

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from cdcflow.capture.resource import QUANTITY, SOURCE_KINDS, ConnectorSpec
+from cdcflow.capture.connector_resource import QUANTITY, SOURCE_KINDS, ConnectorSpec
 from cdcflow.operator.crd.schema import JSON, structural
-from cdcflow.operator.resources import SnapshotSignalSpec
+from cdcflow.operator.signal_resource import SnapshotSignalSpec
 from cdcflow.sparkapps.config import SinkSpec
 
 GROUP = "cdcflow.io"

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
-from cdcflow.capture.resource import parse_connector
+from cdcflow.capture.connector_resource import parse_connector
 from cdcflow.operator import connector_status, sink_status
 from cdcflow.operator.conditions import Condition, merge
 from tests.plugins.fix_kube import kubectl

@@ -17,8 +17,8 @@ import orjson
 import psycopg
 import pytest
 
+from cdcflow.capture.connector_resource import CdcConnector
 from cdcflow.capture.errors import FatalError
-from cdcflow.capture.resource import CdcConnector
 from tests.plugins.fix_capture import CaptureHarness, Event, RunningEngine
 from tests.plugins.fix_kafka import read_topic_to_end
 

@@ -21,9 +21,9 @@ import orjson
 import pytest
 import yaml
 
+from cdcflow.capture.connector_resource import CdcConnector
 from cdcflow.capture.credentials import Login
 from cdcflow.capture.engine import Engine, build_engine
-from cdcflow.capture.resource import CdcConnector
 from cdcflow.operator.devservices.kafka import KafkaBroker
 from cdcflow.operator.devservices.postgres import PostgresServer
 from tests.plugins.fix_kafka import read_topic_to_end

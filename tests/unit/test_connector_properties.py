@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from cdcflow.capture.config import ConfigError, known_properties, unsupported_reason
+from cdcflow.capture.connector_resource import parse_connector
 from cdcflow.capture.connectors.postgres.connection import Endpoint
 from cdcflow.capture.connectors.postgres.properties import (
     POSTGRES_UNSUPPORTED as UNSUPPORTED_PROPERTIES,
@@ -18,7 +19,6 @@ from cdcflow.capture.connectors.postgres.properties import (
 from cdcflow.capture.connectors.postgres.properties import PostgresProperties, parse_properties
 from cdcflow.capture.credentials import Login
 from cdcflow.capture.mapping import ColumnRule
-from cdcflow.capture.resource import parse_connector
 from cdcflow.capture.spi import TableId
 from cdcflow.capture.topics import TopicNames
 

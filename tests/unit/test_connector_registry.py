@@ -9,9 +9,9 @@ import pytest
 
 from cdcflow.capture import registry
 from cdcflow.capture.config import ConfigError
+from cdcflow.capture.connector_resource import parse_connector
 from cdcflow.capture.credentials import Login
 from cdcflow.capture.filters import Filters
-from cdcflow.capture.resource import parse_connector
 from cdcflow.capture.spi import Cleanup, Heartbeats, LogMessages, SignalWriter
 
 

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from cdcflow.capture.config import PASSWORD_PATTERN, ConfigError
+from cdcflow.capture.connector_resource import parse_connector
 from cdcflow.capture.connectors.postgres import checks, identity, snapshotter
 from cdcflow.capture.connectors.postgres.connection import (
     Endpoint,
@@ -25,7 +26,6 @@ from cdcflow.capture.connectors.postgres.properties import (
 from cdcflow.capture.engine import log_configuration, masked_configuration
 from cdcflow.capture.errors import FatalError
 from cdcflow.capture.filters import Filters
-from cdcflow.capture.resource import parse_connector
 from cdcflow.capture.snapshot import ConfigurationBased, StartPlan, plan_start
 from cdcflow.capture.spi import Offset, TableId
 from cdcflow.capture.topics import TopicNames, sanitized_topic

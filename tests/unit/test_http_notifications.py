@@ -11,14 +11,14 @@ from typing import Any
 import orjson
 import pytest
 
-from cdcflow.capture.incremental import Notification
 from cdcflow.capture.notify_http import (
     HttpNotifier,
     UnsafeUrlError,
     check_public_host,
     payload,
 )
-from cdcflow.capture.signalling import Notifications
+from cdcflow.capture.signals.channels import Notifications
+from cdcflow.capture.signals.incremental import Notification
 from cdcflow.capture.stats import Stats
 
 

@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from cdcflow.capture import signals
-from cdcflow.capture.incremental import IncrementalSnapshotter, Notification
+from cdcflow.capture.signals import commands
+from cdcflow.capture.signals.incremental import IncrementalSnapshotter, Notification
 from cdcflow.capture.spi import ChunkRow, Column, Offset, Op, RowChange, TableId, TableSchema
 
 TABLE = TableSchema(
@@ -73,7 +73,7 @@ class MemoryTable:
         return rows
 
     def write_signal(self, *, signal_id: str, signal_type: str, data: str) -> None:
-        self.log.append(("signal", signals.Signal(signal_id, signal_type)))
+        self.log.append(("signal", commands.Signal(signal_id, signal_type)))
 
     def delete_signal(self, *, signal_id: str) -> None:
         self.log.append(("deleted", signal_id))
@@ -84,7 +84,7 @@ class MemoryTable:
         return {**source, "snapshot": snapshot, "schema": table.schema, "table": table.table}
 
 
-EXECUTE = signals.parse(
+EXECUTE = commands.parse(
     "sig-1", "execute-snapshot", '{"data-collections": ["public.items"]}', channel="source"
 )
 
@@ -216,10 +216,10 @@ def test_progress_survives_a_restart_through_the_offset() -> None:
 def test_pause_holds_the_next_chunk_until_resume() -> None:
     run = _snapshotter(MemoryTable({1: "a", 2: "b", 3: "c"}), chunk_size=1)
     run.snap.on_signal(EXECUTE, None)
-    run.snap.on_signal(signals.Signal("p", "pause-snapshot"), None)
+    run.snap.on_signal(commands.Signal("p", "pause-snapshot"), None)
     run.drain()
     assert len(run.emitted) == 1 and run.snap.active
-    run.snap.on_signal(signals.Signal("r", "resume-snapshot"), None)
+    run.snap.on_signal(commands.Signal("r", "resume-snapshot"), None)
     run.drain()
     assert run.keys() == [1, 2, 3]
     assert [n.type for n in run.notes if n.type in ("PAUSED", "RESUMED")] == ["PAUSED", "RESUMED"]
@@ -229,7 +229,7 @@ def test_stop_aborts_the_snapshot() -> None:
     run = _snapshotter(MemoryTable({1: "a", 2: "b", 3: "c"}), chunk_size=1)
     run.snap.on_signal(EXECUTE, None)
     run.snap.on_signal(
-        signals.parse("x", "stop-snapshot", '{"type": "incremental"}', channel="source"), None
+        commands.parse("x", "stop-snapshot", '{"type": "incremental"}', channel="source"), None
     )
     run.drain()
     assert run.emitted == [] and not run.snap.active
@@ -238,5 +238,5 @@ def test_stop_aborts_the_snapshot() -> None:
 
 def test_pause_without_a_snapshot_is_reported_as_ignored() -> None:
     run = _snapshotter(MemoryTable({1: "a"}))
-    run.snap.on_signal(signals.Signal("p", "pause-snapshot"), None)
+    run.snap.on_signal(commands.Signal("p", "pause-snapshot"), None)
     assert [(n.type, n.additional_data["signal_id"]) for n in run.notes] == [("IGNORED", "p")]

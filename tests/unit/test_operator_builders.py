@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 import yaml
 
-from cdcflow.capture.resource import CdcConnector
+from cdcflow.capture.connector_resource import CdcConnector
 from cdcflow.operator import children, connector_status, restarts, signal_status, sink_status
 from cdcflow.operator.conditions import Condition, merge
-from cdcflow.operator.resources import CdcSnapshotSignal
+from cdcflow.operator.signal_resource import CdcSnapshotSignal
 
 GOLDEN = Path(__file__).parent / "golden" / "connector_children.yaml"
 UID = "6f1c2a54-0000-4000-8000-000000000001"
@@ -475,7 +475,7 @@ def test_an_engine_that_cannot_reach_kafka_is_not_ready_and_says_why() -> None:
 
 
 def test_resource_quantities_are_checked_locally_too() -> None:
-    from cdcflow.capture.resource import Resources
+    from cdcflow.capture.connector_resource import Resources
 
     assert Resources.model_validate({"limits": {"memory": "512Mi", "cpu": "500m"}})
     with pytest.raises(ValueError, match="'512MB' is not a Kubernetes quantity"):

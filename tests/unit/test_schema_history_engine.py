@@ -13,12 +13,12 @@ import orjson
 import pytest
 
 from cdcflow.capture.config import HistorizedProperties, parse_properties
+from cdcflow.capture.connector_resource import parse_connector
 from cdcflow.capture.engine import Engine
 from cdcflow.capture.errors import FatalError
 from cdcflow.capture.filters import Filters
 from cdcflow.capture.history import MemorySchemaHistory
 from cdcflow.capture.offsets import MemoryOffsetStore
-from cdcflow.capture.resource import parse_connector
 from cdcflow.capture.spi import (
     ChunkSource,
     Column,

@@ -4,33 +4,33 @@ from __future__ import annotations
 
 import pytest
 
-from cdcflow.capture import signals
+from cdcflow.capture.signals import commands
 
 
 def test_execute_snapshot_defaults_to_incremental() -> None:
-    signal = signals.parse(
+    signal = commands.parse(
         "ad-hoc-1", "execute-snapshot", '{"data-collections": ["public.a"]}', channel="source"
     )
-    request = signals.snapshot_request(signal)
+    request = commands.snapshot_request(signal)
     assert (request.kind, request.collections) == ("incremental", ("public.a",))
 
 
 def test_additional_conditions_both_forms() -> None:
-    listed = signals.parse(
+    listed = commands.parse(
         "1",
         "execute-snapshot",
         '{"data-collections": ["public.a", "public.b"], "additional-conditions": '
         '[{"data-collection": "public.a", "filter": "color = \'blue\'"}]}',
         channel="source",
     )
-    single = signals.parse(
+    single = commands.parse(
         "2",
         "execute-snapshot",
         '{"data-collections": ["public.a"], "additional-condition": "x > 1"}',
         channel="source",
     )
-    assert signals.snapshot_request(listed).conditions == {"public.a": "color = 'blue'"}
-    assert signals.snapshot_request(single).conditions == {"public.a": "x > 1"}
+    assert commands.snapshot_request(listed).conditions == {"public.a": "color = 'blue'"}
+    assert commands.snapshot_request(single).conditions == {"public.a": "x > 1"}
 
 
 @pytest.mark.parametrize(
@@ -49,21 +49,21 @@ def test_additional_conditions_both_forms() -> None:
     ],
 )
 def test_malformed_signals_are_explained(signal_type: str, data: str, message: str) -> None:
-    with pytest.raises(signals.SignalError, match=message) as error:
-        signals.snapshot_request(signals.parse("sig-9", signal_type, data, channel="source"))
+    with pytest.raises(commands.SignalError, match=message) as error:
+        commands.snapshot_request(commands.parse("sig-9", signal_type, data, channel="source"))
     assert error.value.signal_id == "sig-9"
 
 
 def test_stop_snapshot_requires_the_type() -> None:
-    signal = signals.parse(
+    signal = commands.parse(
         "s", "stop-snapshot", '{"data-collections": ["public.a"]}', channel="source"
     )
-    with pytest.raises(signals.SignalError, match="requires"):
-        signals.snapshot_request(signal, stopping=True)
+    with pytest.raises(commands.SignalError, match="requires"):
+        commands.snapshot_request(signal, stopping=True)
 
 
 def test_kafka_signal_takes_its_id_from_the_position_when_absent() -> None:
-    signal = signals.parse_kafka(
+    signal = commands.parse_kafka(
         b"shop",
         b'{"type": "execute-snapshot", "data": {"data-collections": ["public.a"]}}',
         position="signals:0:5",

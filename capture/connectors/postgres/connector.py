@@ -132,7 +132,6 @@ class SlotHandle:
 class PostgresConnector:
     """See the module docstring."""
 
-    historized = False
     source_schema = SOURCE_SCHEMA
 
     def __init__(

@@ -16,9 +16,9 @@ from typing import Any, Protocol
 
 import orjson
 
-from cdcflow.capture import signals
 from cdcflow.capture.errors import SnapshotQueryError
-from cdcflow.capture.incremental import IncrementalSnapshotter, Notification
+from cdcflow.capture.signals import commands
+from cdcflow.capture.signals.incremental import IncrementalSnapshotter, Notification
 from cdcflow.capture.spi import Offset, Op, Record, RowChange, Sink
 from cdcflow.capture.stats import Stats
 
@@ -106,7 +106,7 @@ class Signalling:
             return  # snapshot reads of old signal rows must not run them again
         signal_id, signal_type, data = (*change.after, None, None, None)[:3]
         self._handle(
-            lambda: signals.parse(str(signal_id), str(signal_type), data, channel="source"),
+            lambda: commands.parse(str(signal_id), str(signal_type), data, channel="source"),
             change,
         )
 
@@ -116,17 +116,17 @@ class Signalling:
             return
         for key, value, position in self._kafka.poll():
             self._handle(
-                functools.partial(signals.parse_kafka, key, value, position=position), None
+                functools.partial(commands.parse_kafka, key, value, position=position), None
             )
 
-    def _handle(self, parse: Callable[[], signals.Signal], change: RowChange | None) -> None:
+    def _handle(self, parse: Callable[[], commands.Signal], change: RowChange | None) -> None:
         try:
             signal = parse()
             if signal.type == "log":
                 log.info("signal %s: %s", signal.id, signal.data.get("message", ""))
                 return
             self.snapshotter.on_signal(signal, change)
-        except signals.SignalError as error:
+        except commands.SignalError as error:
             self._reject(error.signal_id, str(error))
         except SnapshotQueryError as error:
             self._reject("", str(error))

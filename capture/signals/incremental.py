@@ -24,8 +24,8 @@ from typing import Any
 
 import orjson
 
-from cdcflow.capture import signals
 from cdcflow.capture.errors import SnapshotQueryError, SnapshotSchemaChangedError
+from cdcflow.capture.signals import commands
 from cdcflow.capture.spi import ChunkRow, ChunkSource, Offset, Op, RowChange, TableId, TableSchema
 
 log = logging.getLogger(__name__)
@@ -178,7 +178,7 @@ class IncrementalSnapshotter:
 
     # -- signals -----------------------------------------------------------------------------
 
-    def on_signal(self, signal: signals.Signal, change: RowChange | None) -> None:
+    def on_signal(self, signal: commands.Signal, change: RowChange | None) -> None:
         """Act on a signal; window watermarks need the change that carried them."""
         if signal.type == "snapshot-window-open":
             if self._window is not None and signal.id == f"{self._window.chunk_id}-open":
@@ -200,11 +200,11 @@ class IncrementalSnapshotter:
         if self._window is not None and signal_id == f"{self._window.chunk_id}-open":
             self._close_window(change)
 
-    def _execute(self, signal: signals.Signal, change: RowChange | None) -> None:
-        request = signals.snapshot_request(signal)
+    def _execute(self, signal: commands.Signal, change: RowChange | None) -> None:
+        request = commands.snapshot_request(signal)
         tables = self._source.matching_tables(request.collections)
         if not tables:
-            raise signals.SignalError(
+            raise commands.SignalError(
                 signal.id,
                 f"no captured table matches {list(request.collections)}; check the names "
                 "(schema.table) and table.include.list",
@@ -230,8 +230,8 @@ class IncrementalSnapshotter:
         if self._window is None:
             self._next_chunk()
 
-    def _stop(self, signal: signals.Signal) -> None:
-        request = signals.snapshot_request(signal, stopping=True)
+    def _stop(self, signal: commands.Signal) -> None:
+        request = commands.snapshot_request(signal, stopping=True)
         if self._state is None:
             self._announce("IGNORED", signal.id, reason="no incremental snapshot is running")
             return
@@ -264,14 +264,14 @@ class IncrementalSnapshotter:
                 tables = ",".join(c.table for c in before if c.signal_id == signal_id)
                 self._announce("ABORTED", signal_id, data_collections=tables)
 
-    def _pause(self, signal: signals.Signal) -> None:
+    def _pause(self, signal: commands.Signal) -> None:
         if self._state is None or self._state.paused:
             self._announce("IGNORED", signal.id, reason="no running snapshot to pause")
             return
         self._state.paused = True
         self._announce("PAUSED", signal.id)
 
-    def _resume(self, signal: signals.Signal) -> None:
+    def _resume(self, signal: commands.Signal) -> None:
         if self._state is None or not self._state.paused:
             self._announce("IGNORED", signal.id, reason="no paused snapshot to resume")
             return
@@ -447,9 +447,9 @@ class IncrementalSnapshotter:
 
     def _blocking(
         self,
-        signal: signals.Signal,
+        signal: commands.Signal,
         tables: list[TableId],
-        request: signals.SnapshotRequest,
+        request: commands.SnapshotRequest,
         base: dict[str, Any],
     ) -> None:
         """Read ``tables`` whole while streaming waits (we are on the streaming thread)."""

@@ -117,18 +117,16 @@ class Source(Spec):
         return self.selected.url(self.kind)
 
 
-SOURCE_KINDS = ("postgresql",)
-"""The fields of :class:`Source`, one per connector kind."""
+SOURCE_MODELS: dict[str, type[DatabaseSource]] = {"postgresql": PostgresSource}
+"""The spec of each ``spec.source`` kind: the fields of :class:`Source`."""
+SOURCE_KINDS = tuple(SOURCE_MODELS)
 
 
-def default_port(kind: str) -> int | None:
+def default_port(kind: str) -> int:
     """The port a ``spec.source.<kind>`` gets when it names none."""
-    annotation = Source.model_fields[kind].annotation
-    model = next(
-        (arg for arg in getattr(annotation, "__args__", ()) if arg is not type(None)), None
-    )
-    default = model.model_fields["port"].default if model is not None else None
-    return default if isinstance(default, int) else None
+    default = SOURCE_MODELS[kind].model_fields["port"].default
+    assert isinstance(default, int)
+    return default
 
 
 class Tables(Spec):

@@ -1,4 +1,6 @@
-"""Models of the operator's own kinds (the CdcConnector model lives with the engine).
+"""The CdcSnapshotSignal custom resource, the operator's own kind.
+
+The CdcConnector model lives with the engine, in :mod:`cdcflow.capture.connector_resource`.
 
 ``CdcSnapshotSignal`` is a one-shot action, like Strimzi's KafkaRebalance: its spec is
 immutable (a CEL rule in the CRD enforces it) and its UID is the signal id, so a retried
@@ -12,7 +14,7 @@ from typing import Annotated, Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
-from cdcflow.capture.resource import Metadata, Spec
+from cdcflow.capture.connector_resource import Metadata, Spec
 
 SignalAction = Literal["execute", "stop", "pause", "resume"]
 
