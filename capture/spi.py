@@ -364,6 +364,11 @@ class ChunkSource(Protocol):
         """Rows with ``after < key <= up_to`` in key order, at most ``limit``."""
         ...
 
+    def missed(self, change: RowChange) -> bool:
+        """Whether the last chunk read could not see ``change`` (its transaction was not yet
+        visible). Such a change drops the chunk's row even before the window opens."""
+        ...
+
     def write_signal(self, *, signal_id: str, signal_type: str, data: str) -> None:
         """Insert a row into the signal table (watermarks), committed at once."""
         ...

@@ -283,11 +283,15 @@ class IncrementalSnapshotter:
     # -- the DBLog window --------------------------------------------------------------------
 
     def on_change(self, change: RowChange) -> None:
-        """A streamed change inside the window drops the chunk row with the same key."""
+        """A streamed change inside the window drops the chunk row with the same key; so does
+        one before the window that the chunk read could not see (DBLog's window assumes WAL
+        order equals visibility order, which PostgreSQL does not promise)."""
         self._last_source = change.source
         window = self._window
-        if window is None or not window.open or change.table.id != window.table.id:
+        if window is None or change.table.id != window.table.id:
             return
+        if not window.open and not self._source.missed(change):
+            return  # committed before the open watermark and seen by the chunk read
         for row in (change.before, change.after):
             if row is not None:
                 window.rows.pop(self._stream_key(change.table, window.key, row), None)

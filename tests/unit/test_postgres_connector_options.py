@@ -233,3 +233,13 @@ def test_custom_metric_tags_label_every_metric() -> None:
     text = generate_latest(registry).decode()
     assert 'cdcflow_connected{env="prod",server="shop"} 0.0' in text
     assert 'cdcflow_rows_scanned{env="prod",server="shop",table="public.t"} 3.0' in text
+
+
+def test_a_chunk_snapshot_knows_which_transactions_it_could_not_see() -> None:
+    from cdcflow.capture.connectors.postgres.chunks import ChunkSnapshot
+
+    seen = ChunkSnapshot(xmin=100, xmax=110, running=frozenset({103}))
+    assert not seen.misses(99) and not seen.misses(105)  # committed before the snapshot
+    assert seen.misses(103) and seen.misses(110) and seen.misses(200)  # running or later
+    wrapped = ChunkSnapshot(xmin=0xFFFFFFF0, xmax=5, running=frozenset())
+    assert not wrapped.misses(0xFFFFFFF8) and not wrapped.misses(2) and wrapped.misses(7)

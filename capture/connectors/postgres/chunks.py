@@ -29,7 +29,7 @@ from cdcflow.capture.errors import (
     SnapshotQueryError,
     SnapshotSchemaChangedError,
 )
-from cdcflow.capture.spi import ChunkRow, TableId, TableSchema
+from cdcflow.capture.spi import ChunkRow, RowChange, TableId, TableSchema
 
 log = logging.getLogger(__name__)
 #: Errors of a chunk query that only a schema change between reading the table's columns and
@@ -61,6 +61,7 @@ class PostgresChunks:
         self._converting = converting or ConvertingFailures("fail")
         self._emit_retries = emit_retries or SignalEmitRetries()
         self._decoded: dict[TableId, DecodedTable] = {}
+        self._seen: ChunkSnapshot | None = None
         self._load_text(conn)
 
     def close(self) -> None:
@@ -130,7 +131,11 @@ class PostgresChunks:
         key_positions = [names.index(name) for name in key]
         converters, columns = decoded.converters, decoded.schema.columns
         convert = self._converting.convert
-        rows = self._fetch(statement, tuple(params), table.id).fetchall()
+        with self._conn.transaction():
+            # One snapshot for the rows and for knowing which transactions they miss.
+            self._conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            self._seen = ChunkSnapshot.current(self._conn)
+            rows = self._fetch(statement, tuple(params), table.id).fetchall()
         try:
             return [
                 ChunkRow(
@@ -141,6 +146,15 @@ class PostgresChunks:
             ]
         except ConversionError as error:
             raise SnapshotQueryError(f"reading a chunk of {table.id}: {error}") from None
+
+    def missed(self, change: RowChange) -> bool:
+        """Whether the last chunk could not see ``change``: its transaction was still in
+        progress (or not yet begun) when the chunk was read. A transaction whose commit
+        record precedes the window's open watermark in the WAL can become visible after the
+        watermark's own (commit records are written before visibility is published), so its
+        events arrive before the window opens while the chunk holds the older row."""
+        xid = change.source.get("txId")
+        return self._seen is not None and xid is not None and self._seen.misses(int(xid))
 
     def write_signal(self, *, signal_id: str, signal_type: str, data: str) -> None:
         assert self._signal_table is not None
@@ -220,6 +234,45 @@ class PostgresChunks:
             ) from None
         except psycopg.Error as error:
             raise SnapshotQueryError(f"query on {table} failed: {str(error).strip()}") from None
+
+
+_XID_MASK = 0xFFFFFFFF
+
+
+@dataclass(frozen=True)
+class ChunkSnapshot:
+    """The transactions a chunk read could see, as 32-bit xids (what pgoutput and
+    ``source.txId`` carry): all before ``xmin``, none from ``xmax`` on, none in ``running``."""
+
+    xmin: int
+    xmax: int
+    running: frozenset[int]
+
+    @classmethod
+    def current(cls, conn: psycopg.Connection[tuple[Any, ...]]) -> ChunkSnapshot:
+        """The snapshot of ``conn``'s transaction (taken by this, its first query)."""
+        row = conn.execute(
+            "SELECT pg_snapshot_xmin(s)::text, pg_snapshot_xmax(s)::text, "
+            "array_to_string(ARRAY(SELECT pg_snapshot_xip(s)), ',') FROM pg_current_snapshot() s"
+        ).fetchone()
+        assert row is not None
+        running = str(row[2] or "")
+        return cls(
+            xmin=int(row[0]) & _XID_MASK,
+            xmax=int(row[1]) & _XID_MASK,
+            running=frozenset(int(xid) & _XID_MASK for xid in running.split(",") if xid),
+        )
+
+    def misses(self, xid: int) -> bool:
+        """Whether the transaction ``xid`` was invisible to the snapshot."""
+        if xid in self.running:
+            return True
+        return not _precedes(xid, self.xmax) and not _precedes(xid, self.xmin)
+
+
+def _precedes(a: int, b: int) -> bool:
+    """``a < b`` for 32-bit xids, modulo wraparound (PostgreSQL's TransactionIdPrecedes)."""
+    return ((a - b) & _XID_MASK) >= 0x80000000
 
 
 @dataclass(frozen=True)
