@@ -66,7 +66,8 @@ def read_topic_to_end(
     transaction whose commit markers are still being written count; the read itself is
     read-committed, so records of aborted transactions are skipped. Messages produced after the
     query are left out. Messages come back in offset order within each partition. Raises
-    ``LookupError`` if the topic does not exist, ``RuntimeError`` on a consumer error and
+    ``LookupError`` if the topic does not exist, ``RuntimeError`` on a consumer error (a new
+    topic without a leader yet included) and
     ``TimeoutError`` if the ends are not reached within ``timeout`` seconds (for instance
     because a transaction is still open).
     """
@@ -108,12 +109,17 @@ def _high_watermarks(
     if metadata is None or metadata.error is not None or not metadata.partitions:
         reason = metadata.error if metadata is not None else "no metadata"
         raise LookupError(f"topic {topic!r} cannot be read: {reason}")
-    return {
-        partition: consumer.get_watermark_offsets(
-            TopicPartition(topic, partition), timeout=timeout, cached=False
-        )
-        for partition in sorted(metadata.partitions)
-    }
+    from confluent_kafka import KafkaException
+
+    try:
+        return {
+            partition: consumer.get_watermark_offsets(
+                TopicPartition(topic, partition), timeout=timeout, cached=False
+            )
+            for partition in sorted(metadata.partitions)
+        }
+    except KafkaException as error:  # a topic created just now may still be electing a leader
+        raise RuntimeError(f"topic {topic!r} cannot be read yet: {error}") from None
 
 
 def _consume_until(
