@@ -278,10 +278,11 @@ class Pipeline:
                     dispatcher.commit(event)
                     pending = event.offset
                 case TxBegin():
-                    at = event.commits_at
-                    if delivered is not None and at is not None and delivered(at):
-                        skipping = True
-                        continue
+                    if delivered is not None and event.commits_at is not None:
+                        if delivered(event.commits_at):
+                            skipping = True
+                            continue
+                        delivered = None  # the log is in commit order: nothing later was
                     dispatcher.begin(event)
                 case Idle():
                     pending = event.offset or pending
