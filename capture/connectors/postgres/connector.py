@@ -347,37 +347,17 @@ class PostgresConnector:
         """The snapshot of ``tables``, consistent with the slot's start position."""
         if self._catalog is None:
             raise RuntimeError("prepare() first")
-        return PostgresSnapshot(self, tables)
-
-    def _snapshot_helpers(
-        self, reader: psycopg.Connection[tuple[Any, ...]], count: int, *, isolation: str
-    ) -> list[psycopg.Connection[tuple[Any, ...]]]:
-        """``count`` more connections reading the same snapshot as ``reader``.
-
-        The snapshot is exported from ``reader``'s transaction (which may itself have imported
-        the slot's), so every table is read as of the slot's consistent point. Under
-        ``snapshot.isolation.mode`` ``read_committed``/``read_uncommitted`` there is no
-        snapshot to share: each helper reads in its own transaction.
-        """
-        assert self._catalog is not None
-        shared = snapshotter.shares_snapshot(isolation)
-        exported = None
-        if shared:
-            row = reader.execute("SELECT pg_export_snapshot()").fetchone()
-            assert row is not None
-            exported = str(row[0])
-        helpers = []
-        for _ in range(count):
-            helper = connect(self.endpoint, autocommit=False)
-            helpers.append(helper)
-            snapshotter.begin_snapshot(
-                helper,
-                exported_snapshot=exported,
-                type_oids=self._catalog.type_oids(),
-                isolation=isolation,
-                deferrable=False,
-            )
-        return helpers
+        return PostgresSnapshot(
+            tables,
+            parts=SnapshotParts(
+                endpoint=self.endpoint,
+                properties=self.properties,
+                catalog=self._catalog,
+                source_block=self.source_block,
+                converting=self._converting,
+            ),
+            slot=self._slot,
+        )
 
     def streaming(self, offset: Offset | None) -> PostgresStream:
         """Start replication at ``offset`` (or the slot's position) and return the source."""
@@ -559,6 +539,17 @@ class PostgresConnector:
         return True
 
 
+@dataclass(frozen=True)
+class SnapshotParts:
+    """What a snapshot reads with: the server, the properties and the table catalog."""
+
+    endpoint: Endpoint
+    properties: PostgresProperties
+    catalog: TableCatalog
+    source_block: SourceBlock
+    converting: ConvertingFailures
+
+
 class PostgresSnapshot:
     """PostgreSQL's exported-snapshot flow on the engine's snapshot template.
 
@@ -570,28 +561,27 @@ class PostgresSnapshot:
     by ``snapshot.locking.mode=shared`` last until the snapshot transaction ends, as Debezium's.
     """
 
-    def __init__(self, connector: PostgresConnector, tables: list[TableId]) -> None:
-        self._connector, self._tables = connector, tables
-        self._properties = connector.properties
-        slot = connector._slot
+    def __init__(
+        self, tables: list[TableId], *, parts: SnapshotParts, slot: SlotHandle | None
+    ) -> None:
+        self._tables, self._parts = tables, parts
+        self._properties = parts.properties
         self._slot_lsn = slot.start_lsn if slot is not None else None
         self._exported = slot.exported_snapshot if slot is not None else None
         self._isolation = (
             "repeatable_read" if self._exported else self._properties.snapshot_isolation_mode
         )
-        self._reader = connect(connector.endpoint, autocommit=False)
+        self._reader = connect(parts.endpoint, autocommit=False)
         self._helpers: list[psycopg.Connection[tuple[Any, ...]]] = []
         self._lsn: int | None = None
         self._xid: int | None = None
 
     def lock(self) -> None:
         """Start the snapshot transaction and lock the tables as snapshot.locking.mode says."""
-        catalog = self._connector._catalog
-        assert catalog is not None
         snapshotter.begin_snapshot(
             self._reader,
             exported_snapshot=self._exported,
-            type_oids=catalog.type_oids(),
+            type_oids=self._parts.catalog.type_oids(),
             isolation=self._isolation,
         )
         self._lsn = (
@@ -616,24 +606,22 @@ class PostgresSnapshot:
         """Nothing to release early: shared locks end with the snapshot transaction."""
 
     def rows(self) -> Iterator[RowChange]:
-        catalog = self._connector._catalog
-        assert catalog is not None and self._lsn is not None
+        catalog = self._parts.catalog
+        assert self._lsn is not None, "lock() first"
         properties = self._properties
         decoded = [d for t in self._tables if (d := catalog.from_catalog(t)) is not None]
         read = partial(
             snapshotter.read_table,
             overrides=properties.statement_overrides,
             fetch_size=properties.snapshot_fetch_size,
-            source_block=self._connector.source_block,
+            source_block=self._parts.source_block,
             lsn=self._lsn,
             tx_id=self._xid,
-            converting=self._connector._converting,
+            converting=self._parts.converting,
         )
         threads = min(properties.snapshot_max_threads, len(decoded))
         if threads > 1:
-            self._helpers = self._connector._snapshot_helpers(
-                self._reader, threads - 1, isolation=self._isolation
-            )
+            self._helpers = self._helper_readers(threads - 1)
             yield from parallel.read_tables(
                 [self._reader, *self._helpers],
                 decoded,
@@ -644,6 +632,32 @@ class PostgresSnapshot:
             for table in decoded:
                 yield from read(self._reader, table)
         self._reader.commit()
+
+    def _helper_readers(self, count: int) -> list[psycopg.Connection[tuple[Any, ...]]]:
+        """``count`` more connections reading the same snapshot as the reader.
+
+        The snapshot is exported from the reader's transaction (which may itself have imported
+        the slot's), so every table is read as of the slot's consistent point. Under
+        ``snapshot.isolation.mode`` ``read_committed``/``read_uncommitted`` there is no
+        snapshot to share: each helper reads in its own transaction.
+        """
+        exported = None
+        if snapshotter.shares_snapshot(self._isolation):
+            row = self._reader.execute("SELECT pg_export_snapshot()").fetchone()
+            assert row is not None
+            exported = str(row[0])
+        helpers = []
+        for _ in range(count):
+            helper = connect(self._parts.endpoint, autocommit=False)
+            helpers.append(helper)
+            snapshotter.begin_snapshot(
+                helper,
+                exported_snapshot=exported,
+                type_oids=self._parts.catalog.type_oids(),
+                isolation=self._isolation,
+                deferrable=False,
+            )
+        return helpers
 
     def close(self) -> None:
         for helper in self._helpers:
