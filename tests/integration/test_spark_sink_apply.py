@@ -30,7 +30,7 @@ from tests.integration.sink_support import (
     table_path,
     write_yaml,
 )
-from tests.plugins.fix_capture import CaptureHarness
+from tests.plugins.fix_capture import CaptureHarness, RunningEngine
 from tests.plugins.fix_kafka import read_topic_to_end
 
 A_COLUMNS = ("id", "name", "amount", "created", "day", "flag", "data", "score")
@@ -251,10 +251,10 @@ def _produce_again(bootstrap_servers: str, topic: str, messages: list[Any]) -> N
     assert producer.flush(30) == 0
 
 
-def test_unchanged_toast_values_keep_the_value_delta_already_has(
-    capture: CaptureHarness, spark: SparkSession, tmp_path: Path
-) -> None:
-    table = capture.table("docs")
+def _toasted_rows(capture: CaptureHarness, stem: str) -> tuple[str, str, RunningEngine]:
+    """A captured table ``(id, n, big)`` whose rows 1 and 2 hold a big value stored out of
+    line; returns once their create events are in Kafka."""
+    table = capture.table(stem)
     capture.sql(
         f"CREATE TABLE {table} (id int PRIMARY KEY, n int, big text)",
         f"ALTER TABLE {table} ALTER COLUMN big SET STORAGE EXTERNAL",
@@ -263,6 +263,13 @@ def test_unchanged_toast_values_keep_the_value_delta_already_has(
     topic = f"public.{table}"
     capture.sql(f"INSERT INTO {table} VALUES (1, 0, {BIG_VALUE_SQL}), (2, 0, {BIG_VALUE_SQL})")
     capture.wait_for_events(topic, lambda events: len(events) >= 2)
+    return table, topic, running
+
+
+def test_unchanged_toast_values_keep_the_value_delta_already_has(
+    capture: CaptureHarness, spark: SparkSession, tmp_path: Path
+) -> None:
+    table, topic, running = _toasted_rows(capture, "docs")
     sink = sink_resource(
         bootstrap_servers=capture.kafka.bootstrap_servers,
         topics=[f"{capture.name}.{topic}"],
@@ -294,15 +301,7 @@ def test_a_key_change_keeps_the_toasted_value_of_the_old_key(
     untouched TOASTed value; the sink takes the value from the old key's row — whether the
     delete and the create share a micro-batch or not (two records per micro-batch split every
     key change below: delete + tombstone, then the create), in SCD1 and SCD2 alike."""
-    table = capture.table("moving")
-    capture.sql(
-        f"CREATE TABLE {table} (id int PRIMARY KEY, n int, big text)",
-        f"ALTER TABLE {table} ALTER COLUMN big SET STORAGE EXTERNAL",
-    )
-    running = capture.start(capture.resource([table]))
-    topic = f"public.{table}"
-    capture.sql(f"INSERT INTO {table} VALUES (1, 0, {BIG_VALUE_SQL}), (2, 0, {BIG_VALUE_SQL})")
-    capture.wait_for_events(topic, lambda events: len(events) >= 2)
+    table, topic, running = _toasted_rows(capture, "moving")
     topics = [f"{capture.name}.{topic}"]
     servers = capture.kafka.bootstrap_servers
     whole = sink_resource(bootstrap_servers=servers, topics=topics, workdir=tmp_path / "a")

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import click
 import pytest
-import yaml
 
 from cdcflow.operator.cli.extras import MODULE_EXTRAS
 from cdcflow.operator.cli.main import cli
+from tests.documents import connector_file
 
 ROOT = Path(__file__).resolve().parents[2]
 BLOCKED = (
@@ -115,7 +115,7 @@ def test_version_works_without_any_extra(tmp_path: Path) -> None:
 
 
 def test_a_command_missing_its_extra_names_the_extra(tmp_path: Path) -> None:
-    result = _base_install("capture", "-f", str(_connector(tmp_path)), cwd=tmp_path)
+    result = _base_install("capture", "-f", str(connector_file(tmp_path)), cwd=tmp_path)
     assert result.returncode == 1, result.stderr
     assert "Traceback" not in result.stdout + result.stderr
     assert (
@@ -148,19 +148,3 @@ def test_every_blocked_module_maps_to_the_extra_of_pyproject_installing_it() -> 
 
 def _distribution(requirement: str) -> str:
     return re.split(r"[\[<>=!~;\s]", requirement, maxsplit=1)[0].lower().replace("_", "-")
-
-
-def _connector(tmp_path: Path) -> Path:
-    path = tmp_path / "connector.yaml"
-    document = {
-        "apiVersion": "cdcflow.io/v1alpha1",
-        "kind": "CdcConnector",
-        "metadata": {"name": "orders"},
-        "spec": {
-            "source": {"postgresql": {"host": "db", "database": "shop"}},
-            "offsets": {"store": "file", "path": str(tmp_path / "offsets.json")},
-            "config": {"topic.prefix": "shop"},
-        },
-    }
-    path.write_text(yaml.safe_dump(document))
-    return path

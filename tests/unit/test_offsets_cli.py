@@ -5,30 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import orjson
-import yaml
 from click.testing import CliRunner
 
 from cdcflow.operator.cli.main import cli
-
-
-def _connector(tmp_path: Path) -> Path:
-    path = tmp_path / "connector.yaml"
-    document = {
-        "apiVersion": "cdcflow.io/v1alpha1",
-        "kind": "CdcConnector",
-        "metadata": {"name": "orders"},
-        "spec": {
-            "source": {"postgresql": {"host": "db", "database": "shop"}},
-            "offsets": {"store": "file", "path": str(tmp_path / "offsets.json")},
-            "config": {"topic.prefix": "shop"},
-        },
-    }
-    path.write_text(yaml.safe_dump(document))
-    return path
+from tests.documents import connector_file
 
 
 def test_set_then_show_round_trips_the_offset_under_the_connect_key(tmp_path: Path) -> None:
-    config = _connector(tmp_path)
+    config = connector_file(tmp_path)
     runner = CliRunner()
     stored = runner.invoke(cli, ["offsets", "set", "-f", str(config), '{"lsn": 24023128}'])
     shown = runner.invoke(cli, ["offsets", "show", "-f", str(config)])
@@ -39,7 +23,7 @@ def test_set_then_show_round_trips_the_offset_under_the_connect_key(tmp_path: Pa
 
 
 def test_reset_forgets_the_offset(tmp_path: Path) -> None:
-    config = _connector(tmp_path)
+    config = connector_file(tmp_path)
     runner = CliRunner()
     runner.invoke(cli, ["offsets", "set", "-f", str(config), '{"lsn": 1}'])
     reset = runner.invoke(cli, ["offsets", "reset", "-f", str(config), "--yes"])
@@ -50,13 +34,13 @@ def test_reset_forgets_the_offset(tmp_path: Path) -> None:
 
 
 def test_set_rejects_text_that_is_not_a_json_object(tmp_path: Path) -> None:
-    result = CliRunner().invoke(cli, ["offsets", "set", "-f", str(_connector(tmp_path)), "[1]"])
+    result = CliRunner().invoke(cli, ["offsets", "set", "-f", str(connector_file(tmp_path)), "[1]"])
     assert result.exit_code != 0
     assert "must be an object" in result.output
 
 
 def test_a_damaged_or_foreign_offsets_file_is_refused_with_the_way_out(tmp_path: Path) -> None:
-    config = _connector(tmp_path)
+    config = connector_file(tmp_path)
     offsets = tmp_path / "offsets.json"
     runner = CliRunner()
     offsets.write_bytes(b'{"key": ["orders", {"server": "shop"}], "value": {"ls')

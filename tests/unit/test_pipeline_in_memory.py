@@ -4,7 +4,6 @@ order positions are made durable, and what is filtered — no database, no broke
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import orjson
@@ -13,7 +12,6 @@ import pytest
 from cdcflow.capture.connectors.postgres.properties import parse_properties
 from cdcflow.capture.envelope import Framing
 from cdcflow.capture.filters import Filters
-from cdcflow.capture.offsets import MemoryOffsetStore
 from cdcflow.capture.pipeline import Dispatcher, Pipeline
 from cdcflow.capture.spi import (
     Column,
@@ -22,7 +20,6 @@ from cdcflow.capture.spi import (
     LogMessage,
     Offset,
     Op,
-    Record,
     RowChange,
     TableId,
     TableSchema,
@@ -31,13 +28,8 @@ from cdcflow.capture.spi import (
 )
 from cdcflow.capture.stats import Stats
 from cdcflow.capture.topics import TopicNames
+from tests.in_memory import SOURCE_SCHEMA, Journal, JournalingOffsets, MemorySink, ScriptedSource
 
-SOURCE_SCHEMA = {
-    "type": "struct",
-    "optional": False,
-    "name": "test.Source",
-    "fields": [{"type": "int64", "optional": False, "field": "ts_ms"}],
-}
 ORDERS = TableSchema(
     TableId("public", "orders"),
     (
@@ -46,60 +38,6 @@ ORDERS = TableSchema(
     ),
     ("id",),
 )
-
-
-class Journal:
-    """What happened, in order, across the sink, the offset store and the source."""
-
-    def __init__(self) -> None:
-        self.steps: list[str] = []
-
-
-class MemorySink:
-    def __init__(self, journal: Journal) -> None:
-        self.journal = journal
-        self.records: list[Record] = []
-        self.durable = 0
-
-    def write(self, record: Record) -> None:
-        self.records.append(record)
-        self.journal.steps.append(f"write {record.topic}")
-
-    def flush(self) -> None:
-        self.durable = len(self.records)
-        self.journal.steps.append("flush")
-
-    def close(self) -> None:
-        pass
-
-
-class JournalingOffsets(MemoryOffsetStore):
-    def __init__(self, journal: Journal) -> None:
-        super().__init__()
-        self.journal = journal
-
-    def save(self, offset: Offset) -> None:
-        super().save(offset)
-        self.journal.steps.append(f"save {offset.get('pos')}")
-
-
-class ScriptedSource:
-    """Yields the events it was given; records what was acknowledged."""
-
-    def __init__(self, journal: Journal, events: list[Event]) -> None:
-        self.journal = journal
-        self.script = events
-        self.acknowledged: list[Offset] = []
-
-    def events(self) -> Iterator[Event]:
-        yield from self.script
-
-    def acknowledge(self, offset: Offset) -> None:
-        self.acknowledged.append(offset)
-        self.journal.steps.append(f"acknowledge {offset.get('pos')}")
-
-    def close(self) -> None:
-        pass
 
 
 def _pipeline(journal: Journal, **config: Any) -> tuple[Pipeline, MemorySink, JournalingOffsets]:
@@ -168,7 +106,7 @@ def test_a_position_is_saved_and_acknowledged_only_after_the_sink_made_its_recor
     pipeline.stream(source)
 
     topic = "write shop.public.orders"
-    assert journal.steps == [
+    assert journal == [
         topic, topic, "flush", "save 10", "acknowledge 10",
         topic, topic, "flush", "save 20", "acknowledge 20",  # the delete and its tombstone
     ]  # fmt: skip
@@ -188,7 +126,7 @@ def test_idle_positions_are_confirmed_so_a_quiet_or_filtered_log_advances(
 
     assert sink.records == []
     assert [o.get("pos") for o in source.acknowledged] == [5]
-    assert journal.steps == ["flush", "save 5", "acknowledge 5"]
+    assert journal == ["flush", "save 5", "acknowledge 5"]
 
 
 def test_a_clean_stop_commits_the_last_pending_position() -> None:
@@ -199,7 +137,7 @@ def test_a_clean_stop_commits_the_last_pending_position() -> None:
     pipeline.stream(source)  # no commit on the cadence within the run, one on the way out
 
     assert [o.get("pos") for o in offsets.saved] == [10]
-    assert journal.steps[-3:] == ["flush", "save 10", "acknowledge 10"]
+    assert journal[-3:] == ["flush", "save 10", "acknowledge 10"]
 
 
 def test_skipped_operations_never_reach_the_sink_and_are_counted(
