@@ -11,6 +11,9 @@ STAMP := $(VENV)/.installed
 setup: $(STAMP)
 	@$(BIN)/uv pip install --quiet --python $(BIN)/python --no-deps --reinstall-package cdcflow \
 	  -e . --config-settings editable_mode=strict
+	@# uv keeps every rebuild of pyspark's sdist (0.5-1.3 GB each) until pruned: a full disk
+	@# makes the test node's kubelet evict its pods.
+	@$(BIN)/uv cache prune --quiet
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "cdcflow needs Python 3.11 or newer")'

@@ -26,7 +26,7 @@ from cdcflow.operator.devservices.postgres import PostgresServer
 from tests.plugins.fix_kafka import read_topic_to_end
 from tests.plugins.fix_kube import KubectlError, eventually, kubectl, wait_established
 from tests.plugins.fix_postgres import query_rows, run_sql
-from tests.services import image_layers, node_images, spark_operator
+from tests.services import image_layers, kube_node, node_images, spark_operator
 from tests.services.kube_node import KubeNode
 from tests.status_judges import verdicts
 
@@ -100,7 +100,11 @@ class Cluster:
             self.run("get", "cdcc,cdcsig,statefulsets,pods,jobs", "-o", "wide", check=False),
             self.run("get", "cdcc,cdcsinks,sparkapplications", "-o", "yaml", check=False),
             self.run("get", "events", "--sort-by=.lastTimestamp", check=False),
-        ]
+            kubectl(
+                self.node.cluster, "-n", OPERATOR_NAMESPACE, "get", "pods,events", "-o", "wide",
+                check=False,
+            ).stdout,
+        ]  # fmt: skip
         for pod in self.run("get", "pods", "-o", "name", check=False).split():
             parts.append(f"--- logs of {pod}\n{self.logs(pod)}")
         operator = kubectl(
@@ -114,6 +118,7 @@ class Cluster:
             "--tail=60", check=False,
         )  # fmt: skip
         parts.append(f"--- Spark operator logs\n{spark.stdout}{spark.stderr}")
+        parts.append(f"--- kubelet and containerd problems\n{kube_node.problems(self.node)}")
         return "\n".join(parts)
 
     def pod(self, name: str) -> dict[str, Any]:

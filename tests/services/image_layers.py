@@ -226,6 +226,7 @@ def deps_layer(source: Path, extras: Sequence[str]) -> LayerFile:
             _uv_install(staging, "-r", str(requirements))
         finally:
             requirements.unlink(missing_ok=True)
+            _uv("cache", "prune")  # drop the pyspark sdist build uv keeps each time
 
     return cached_layer(kind, deps_key(source, extras), build)
 

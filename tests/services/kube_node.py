@@ -36,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -64,6 +65,8 @@ RUNTIME_PACKAGES = ("containerd", "runc", "containernetworking-plugins")
 CNI_BIN_DIR = Path("/usr/lib/cni")
 KUBELET_PATH = "/usr/bin"  # mount, du, find, …; not /usr/sbin, where iptables lives
 CGROUP_ROOT = Path("/sys/fs/cgroup")
+# Kubelet evicts below 1 % free (kubelet_configuration); the pods, Spark and Delta write a few GiB.
+MIN_FREE_DISK_BYTES = 6 * 2**30
 KUBEPODS = "kubepods"
 PERSISTENT_VOLUMES = 40
 PERSISTENT_VOLUME_SIZE = "1Gi"
@@ -222,6 +225,7 @@ def running_node(images: Sequence[ImageArchive] = ()) -> Iterator[KubeNode]:
     netns.require_inside()
     ensure_runtime_installed()
     store = processes.cache_dir("node", "containerd")
+    require_free_disk(store, Path(tempfile.gettempdir()))
     with (
         processes.locked(store.parent / ".lock"),
         kube.running_kube_apiserver(network=NODE_NETWORK) as cluster,
@@ -255,6 +259,36 @@ def running_node(images: Sequence[ImageArchive] = ()) -> Iterator[KubeNode]:
         _wait_node_ready(node)
         _apply(node, persistent_volumes(workdir / "volumes"))
         yield node
+
+
+def require_free_disk(*folders: Path) -> None:
+    """Refuse to start a node on a nearly full disk: kubelet would evict every pod and delete
+    the images (the sandbox image too) — pods that never start, found only in its log."""
+    for folder in folders:
+        usage = shutil.disk_usage(folder)
+        if usage.free < MIN_FREE_DISK_BYTES:
+            raise processes.ServiceStartError(
+                f"only {usage.free / 2**30:.1f} GiB free under {folder}: the test node needs "
+                f"{MIN_FREE_DISK_BYTES / 2**30:.0f} GiB (its pods and images). Free some space, "
+                "e.g. `.venv/bin/uv cache prune` or old `/tmp/cdcflow-*` folders."
+            )
+
+
+# klog's "E1123 20:07:35.815020   19431 file.go:403] " and logfmt's 'time="…" '
+_LOG_PREFIX = re.compile(r'^(?:[EW]\d{4} [\d:.]+\s+\d+ [^\]]+\]|time="[^"]*")\s*')
+
+
+def problems(node: KubeNode, *, limit: int = 30) -> str:
+    """The last distinct warnings and errors of the node's kubelet and containerd: what a pod
+    that never starts (eviction, a missing image, a sandbox failure) leaves behind."""
+    found: dict[str, None] = {}
+    for name in ("kubelet.log", "containerd.log"):
+        path = node.logs / name
+        lines = path.read_text(errors="replace").splitlines() if path.exists() else []
+        for line in lines:
+            if line[:1] in "EW" or "level=error" in line or "Eviction manager" in line:
+                found[_LOG_PREFIX.sub("", line)[:300]] = None
+    return "\n".join(list(found)[-limit:])
 
 
 def prepare(source: Path) -> list[ImageArchive]:
