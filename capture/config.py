@@ -547,7 +547,11 @@ def known_properties(model: type[EngineProperties]) -> list[str]:
 
 Properties = TypeVar("Properties", bound=EngineProperties)
 
-PROPERTY_MODELS = {"postgresql": "cdcflow.capture.connectors.postgres.properties"}
+PROPERTY_MODELS = {
+    "postgresql": "cdcflow.capture.connectors.postgres.properties",
+    "mysql": "cdcflow.capture.connectors.mysql.properties",
+    "mariadb": "cdcflow.capture.connectors.mysql.properties",
+}
 """The module holding each ``spec.source`` kind's model (loaded by name: models import this
 module, and a base install needs no connector to parse its configuration)."""
 

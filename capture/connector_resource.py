@@ -89,10 +89,34 @@ class PostgresSource(DatabaseSource):
         return f"{super().url(kind)}/{self.database}"
 
 
+class MySqlSource(DatabaseSource):
+    """A MySQL or MariaDB server with its binlog on (ROW format, FULL row images).
+
+    ``mysql`` and ``mariadb`` are Debezium's two connectors (MySqlConnector and
+    MariaDbConnector): the same capture, with events named for the one chosen.
+    """
+
+    ca_property: ClassVar[str] = "database.ssl.ca"
+
+    port: int = Field(3306, ge=1, le=65535, description="Port of the server.")
+    server_id: int | None = Field(
+        None,
+        alias="serverId",
+        ge=1,
+        le=2**32 - 1,
+        description="database.server.id: unique among the server's replicas (default random).",
+    )
+    ssl_mode: Literal["disabled", "preferred", "required", "verify_ca", "verify_identity"] = Field(
+        "preferred", alias="sslMode", description="database.ssl.mode."
+    )
+
+
 class Source(Spec):
     """The source database: exactly one of the typed sources, named by its kind."""
 
     postgresql: PostgresSource | None = Field(None, description="A PostgreSQL source.")
+    mysql: MySqlSource | None = Field(None, description="A MySQL source.")
+    mariadb: MySqlSource | None = Field(None, description="A MariaDB source.")
 
     @model_validator(mode="after")
     def _exactly_one(self) -> Source:
@@ -117,7 +141,11 @@ class Source(Spec):
         return self.selected.url(self.kind)
 
 
-SOURCE_MODELS: dict[str, type[DatabaseSource]] = {"postgresql": PostgresSource}
+SOURCE_MODELS: dict[str, type[DatabaseSource]] = {
+    "postgresql": PostgresSource,
+    "mysql": MySqlSource,
+    "mariadb": MySqlSource,
+}
 """The spec of each ``spec.source`` kind: the fields of :class:`Source`."""
 SOURCE_KINDS = tuple(SOURCE_MODELS)
 

@@ -16,7 +16,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
@@ -167,7 +167,11 @@ class Engine:
         if not isinstance(connector, Historized) or history is None:
             return
         history.start()
-        if history.exists():
+        if self.properties.snapshot_mode in snapshots.HISTORY_REBUILDING_MODES:
+            log.info(
+                "snapshot.mode=%s: rebuilding the schema history", self.properties.snapshot_mode
+            )
+        elif history.exists():
             connector.recover(history.changes(), offset)
         elif offset is not None:
             raise FatalError(
@@ -256,6 +260,8 @@ class Engine:
                 )
             if plan.snapshot:
                 offset = self._snapshot(pipeline)
+            elif isinstance(connector, Historized) and snapshots.needs_structure(mode, offset):
+                offset = self._structure_snapshot(pipeline, stored=offset)
             if not plan.stream:
                 log.info("snapshot.mode=%s: not streaming", mode)
                 stats.phase = "stopped"
@@ -369,6 +375,25 @@ class Engine:
             sum(p.rows_scanned for p in self.stats.tables.values()),
             time.monotonic() - started,
         )
+        return offset
+
+    def _structure_snapshot(self, pipeline: Pipeline, *, stored: Offset | None) -> Offset | None:
+        """A historized connector's snapshot of the tables' structure and no rows
+        (``no_data``, and the ``recovery`` modes, which record it at the stored offset)."""
+        tables = list(self.connector.snapshot_tables())
+        log.info("snapshot of the structure of %d table(s) (no rows)", len(tables))
+        steps = self.connector.snapshot_steps(tables)
+        try:
+            steps.lock()
+            offset = steps.position()
+            for change in steps.structure():
+                pipeline.schema_change(change if stored is None else replace(change, offset=stored))
+            steps.release()
+        finally:
+            steps.close()
+        if stored is not None:
+            return stored
+        pipeline.commit(offset, None)
         return offset
 
 

@@ -20,7 +20,7 @@ BUILTIN_TABLES = frozenset({"spatial_ref_sys"})
 TEMP_SCHEMA_PREFIX = "pg_temp"
 
 
-def _compile(patterns: Sequence[str]) -> tuple[re.Pattern[str], ...]:
+def compile_patterns(patterns: Sequence[str]) -> tuple[re.Pattern[str], ...]:
     return tuple(re.compile(pattern, re.IGNORECASE) for pattern in patterns)
 
 
@@ -53,15 +53,15 @@ class Filters:
     @classmethod
     def from_properties(cls, properties: EngineProperties) -> Filters:
         return cls(
-            schema_include=_compile(properties.schema_include_list),
-            schema_exclude=_compile(properties.schema_exclude_list),
-            table_include=_compile(properties.table_include_list),
-            table_exclude=_compile(properties.table_exclude_list),
-            column_include=_compile(properties.column_include_list),
-            column_exclude=_compile(properties.column_exclude_list),
-            snapshot_include=_compile(properties.snapshot_include_collection_list),
-            message_prefix_include=_compile(properties.message_prefix_include_list),
-            message_prefix_exclude=_compile(properties.message_prefix_exclude_list),
+            schema_include=compile_patterns(properties.schema_include_list),
+            schema_exclude=compile_patterns(properties.schema_exclude_list),
+            table_include=compile_patterns(properties.table_include_list),
+            table_exclude=compile_patterns(properties.table_exclude_list),
+            column_include=compile_patterns(properties.column_include_list),
+            column_exclude=compile_patterns(properties.column_exclude_list),
+            snapshot_include=compile_patterns(properties.snapshot_include_collection_list),
+            message_prefix_include=compile_patterns(properties.message_prefix_include_list),
+            message_prefix_exclude=compile_patterns(properties.message_prefix_exclude_list),
             key_overrides=parse_key_columns(properties.message_key_columns),
             signal_table=properties.signal_data_collection,
             ignore_builtin=properties.table_ignore_builtin,

@@ -18,9 +18,13 @@ from cdcflow.capture.credentials import Login
 from cdcflow.capture.filters import Filters
 from cdcflow.capture.spi import Connector
 
-FACTORIES = {"postgresql": "cdcflow.capture.connectors.postgres.factory"}
+FACTORIES = {
+    "postgresql": "cdcflow.capture.connectors.postgres.factory",
+    "mysql": "cdcflow.capture.connectors.mysql.factory",
+    "mariadb": "cdcflow.capture.connectors.mysql.factory",
+}
 """The factory module of each ``spec.source`` kind."""
-EXTRAS = {"postgresql": "postgres"}
+EXTRAS = {"postgresql": "postgres", "mysql": "mysql", "mariadb": "mysql"}
 """The pip extra that installs each kind's driver."""
 
 

@@ -40,6 +40,21 @@ def should_snapshot(mode: str, offset: Offset | None, *, position_available: boo
     return False
 
 
+#: Modes that rebuild a historized connector's lost schema history from the structure now.
+HISTORY_REBUILDING_MODES = ("recovery", "schema_only_recovery")
+#: Modes that snapshot a historized connector's structure (and no rows) on a first start
+#: (``never`` reads the whole log instead, its DDL included).
+STRUCTURE_ONLY_MODES = ("no_data", "schema_only")
+
+
+def needs_structure(mode: str, offset: Offset | None) -> bool:
+    """Whether a historized connector that takes no data snapshot must still read the tables'
+    structure: on a first start of a structure-only mode, or to rebuild the history."""
+    if mode in HISTORY_REBUILDING_MODES:
+        return True
+    return mode in STRUCTURE_ONLY_MODES and (offset is None or not offset.connector_values())
+
+
 def streams_after_snapshot(mode: str) -> bool:
     """``initial_only`` stops once the snapshot completed."""
     return mode != "initial_only"

@@ -195,6 +195,8 @@ def test_truncate_is_skipped_by_default(driver: ConnectorDriver) -> None:
 def test_snapshot_mode_never_streams_only_changes_made_after_the_connector_started(
     driver: ConnectorDriver, mode: str
 ) -> None:
+    if mode not in driver.modes_streaming_from_now:
+        mode = "no_data"  # a binlog connector under `never` reads the whole log (its own test)
     table = driver.table("never")
     driver.create_table(table, ((1, None), (2, None)))
     running = driver.start([table], **{"snapshot.mode": mode}, **PLAIN_KEYS)

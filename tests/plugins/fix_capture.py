@@ -145,8 +145,14 @@ class CaptureHarness:
     def offsets_path(self) -> Path:
         return self.workdir / "offsets.json"
 
-    def start(self, resource: CdcConnector, *, wait_for: str | None = "streaming") -> RunningEngine:
-        login = Login(self.postgres.superuser, self.postgres.superuser_password)
+    def start(
+        self,
+        resource: CdcConnector,
+        *,
+        wait_for: str | None = "streaming",
+        login: Login | None = None,
+    ) -> RunningEngine:
+        login = login or Login(self.postgres.superuser, self.postgres.superuser_password)
         engine = build_engine(resource, login=login, offsets_path=self.offsets_path)
         errors: list[BaseException] = []
 

@@ -10,12 +10,17 @@ and Db2 connectors join by adding a driver to :data:`DRIVERS`.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
 import pytest
 
+from cdcflow.capture.connector_resource import CdcConnector
+from cdcflow.capture.credentials import Login
 from tests.plugins.fix_capture import CaptureHarness, Event, RunningEngine
+from tests.services import mariadb
+from tests.services.mariadb import MariaDbServer
 
 Row = tuple[int, str | None]
 
@@ -26,6 +31,8 @@ class ConnectorDriver(Protocol):
     kind: str
     full_before_images: bool
     """Whether deletes (and key-preserving updates) carry the whole old row."""
+    modes_streaming_from_now: tuple[str, ...]
+    """The ``snapshot.mode`` values that stream only what happens after the start."""
 
     @property
     def name(self) -> str:
@@ -82,6 +89,7 @@ class PostgresDriver:
 
     kind = "postgresql"
     full_before_images = False  # REPLICA IDENTITY DEFAULT: old rows carry the key only
+    modes_streaming_from_now = ("never", "no_data")
 
     def __init__(self, capture: CaptureHarness) -> None:
         self.capture = capture
@@ -144,11 +152,108 @@ class PostgresDriver:
             assert event.payload["transaction"]["id"] == f"{xid}:{event.payload['source']['lsn']}"
 
 
+class MariaDbDriver:
+    """The MariaDB connector (``spec.source.mariadb``) on the session's real MariaDB 10.11."""
+
+    kind = "mariadb"
+    full_before_images = True  # binlog_row_image=FULL: old rows carry every column
+    modes_streaming_from_now = ("no_data",)  # `never` reads the binlog from its start
+
+    def __init__(self, capture: CaptureHarness, server: MariaDbServer) -> None:
+        self.capture = capture
+        self.server = server
+
+    @property
+    def name(self) -> str:
+        return self.capture.name
+
+    def table(self, stem: str) -> str:
+        return self.capture.table(stem)
+
+    def topic(self, table: str) -> str:
+        return f"{self.server.database}.{table}"
+
+    def create_table(self, table: str, rows: tuple[Row, ...] = ()) -> None:
+        self.run(f"CREATE TABLE {table} (id int PRIMARY KEY, v text)")
+        if rows:
+            self.run(self.insert(table, *rows))
+
+    def insert(self, table: str, *rows: Row) -> str:
+        values = ", ".join(f"({row_id}, {_literal(value)})" for row_id, value in rows)
+        return f"INSERT INTO {table} VALUES {values}"
+
+    def update(self, table: str, row_id: int, value: str) -> str:
+        return f"UPDATE {table} SET v = {_literal(value)} WHERE id = {row_id}"
+
+    def delete(self, table: str, row_id: int) -> str:
+        return f"DELETE FROM {table} WHERE id = {row_id}"
+
+    def change_key(self, table: str, old: int, new: int) -> str:
+        return f"UPDATE {table} SET id = {new} WHERE id = {old}"
+
+    def truncate(self, *tables: str) -> str:
+        return "; ".join(f"TRUNCATE TABLE {table}" for table in tables)
+
+    def run(self, *statements: str) -> None:
+        for statement in statements:
+            for part in filter(None, (p.strip() for p in statement.split(";"))):
+                mariadb.run_sql(self.server, part)
+
+    def run_atomically(self, *statements: str) -> None:
+        mariadb.run_sql(self.server, "START TRANSACTION", *statements, "COMMIT")
+
+    def start(self, tables: list[str], **config: Any) -> RunningEngine:
+        database = self.server.database
+        properties = {
+            "topic.prefix": self.name,
+            "table.include.list": ",".join(f"{database}\\.{table}" for table in tables),
+            # Kept across the restarts of one test, as the offsets file is.
+            "schema.history.internal": "io.debezium.storage.file.history.FileSchemaHistory",
+            "schema.history.internal.file.filename": str(self.capture.workdir / "history.jsonl"),
+            "offset.flush.interval.ms": 200,
+            "poll.interval.ms": 100,
+            **config,
+        }
+        resource = CdcConnector.model_validate(
+            {
+                "apiVersion": "cdcflow.io/v1alpha1",
+                "kind": "CdcConnector",
+                "metadata": {"name": self.name.replace("_", "-")},
+                "spec": {
+                    "source": {"mariadb": {"host": self.server.host, "port": self.server.port}},
+                    "kafka": {"bootstrapServers": self.capture.kafka.bootstrap_servers},
+                    "config": properties,
+                },
+            }
+        )
+        login = Login(self.server.cdc_user, self.server.cdc_password)
+        return self.capture.start(resource, login=login)
+
+    def wait_for_events(self, table: str, predicate: Callable[[list[Event]], bool]) -> list[Event]:
+        return self.capture.wait_for_events(self.topic(table), predicate)
+
+    def events_of(self, topic_suffix: str, predicate: Callable[[list[Event]], bool]) -> list[Event]:
+        return self.capture.wait_for_events(topic_suffix, predicate)
+
+    def check_source(self, source: dict[str, Any], table: str) -> None:
+        assert source["connector"] == "mariadb"
+        assert (source["db"], source["table"]) == (self.server.database, table)
+        assert source["file"].startswith("mysql-bin") or source["file"]
+        assert isinstance(source["pos"], int) and isinstance(source["server_id"], int)
+
+    def check_transaction_ids(self, begin: dict[str, Any], events: list[Event]) -> None:
+        # MariaDB transactions are named by their GTID, domain-server-sequence.
+        assert re.fullmatch(r"\d+-\d+-\d+", begin["id"])
+        for event in events:
+            assert event.payload["transaction"]["id"] == begin["id"]
+            assert event.payload["source"]["gtid"] == begin["id"]
+
+
 def _literal(value: str | None) -> str:
     return "NULL" if value is None else "'" + value.replace("'", "''") + "'"
 
 
-DRIVERS = ("postgresql",)
+DRIVERS = ("postgresql", "mariadb")
 """The connector kinds the conformance suite runs against."""
 
 
@@ -157,5 +262,9 @@ def driver(request: pytest.FixtureRequest) -> Iterator[ConnectorDriver]:
     """A driver for each connector kind (its services start once per session)."""
     if request.param == "postgresql":
         yield PostgresDriver(request.getfixturevalue("capture"))
+    elif request.param == "mariadb":
+        yield MariaDbDriver(
+            request.getfixturevalue("capture"), request.getfixturevalue("mariadb_server")
+        )
     else:  # pragma: no cover - every kind in DRIVERS has a branch
         raise AssertionError(f"no conformance driver for {request.param}")

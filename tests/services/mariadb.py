@@ -275,3 +275,24 @@ def _client(
         env=env,
         timeout=60,
     )
+
+
+def run_sql(server: MariaDbServer, *statements: str) -> None:
+    """Run ``statements`` in order on one root connection to the test database (autocommit,
+    so ``START TRANSACTION`` … ``COMMIT`` groups what is between)."""
+    import pymysql  # the mysql extra; the server launcher itself needs no driver
+
+    settings = server.connection_settings()
+    with (
+        pymysql.connect(
+            host=str(settings["host"]),
+            port=int(settings["port"]),
+            user=str(settings["user"]),
+            password=str(settings["password"]),
+            database=server.database,
+            autocommit=True,
+        ) as conn,
+        conn.cursor() as cursor,
+    ):
+        for statement in statements:
+            cursor.execute(statement)

@@ -12,20 +12,26 @@ from cdcflow.capture.config import ConfigError
 from cdcflow.capture.connector_resource import parse_connector
 from cdcflow.capture.credentials import Login
 from cdcflow.capture.filters import Filters
-from cdcflow.capture.spi import Cleanup, Heartbeats, LogMessages, SignalWriter
+from cdcflow.capture.spi import Cleanup, Heartbeats, Historized, LogMessages, SignalWriter, TableId
+
+POSTGRES = {"postgresql": {"host": "h", "database": "d"}}
 
 
-def _document(config: dict[str, str] | None = None) -> dict[str, Any]:
+def _document(
+    config: dict[str, str] | None = None, source: dict[str, Any] | None = None
+) -> dict[str, Any]:
     return {
         "apiVersion": "cdcflow.io/v1alpha1",
         "kind": "CdcConnector",
         "metadata": {"name": "shop"},
-        "spec": {"source": {"postgresql": {"host": "h", "database": "d"}}, "config": config or {}},
+        "spec": {"source": source or POSTGRES, "config": config or {}},
     }
 
 
-def _context() -> registry.ConnectorContext:
-    resource = parse_connector(_document())
+def _context(
+    config: dict[str, str] | None = None, source: dict[str, Any] | None = None
+) -> registry.ConnectorContext:
+    resource = parse_connector(_document(config, source))
     properties = resource.properties()
     return registry.ConnectorContext(
         resource=resource,
@@ -60,3 +66,36 @@ def test_each_connector_validates_its_own_properties() -> None:
         parse_connector(_document({"database.history.kafka.topic": "history"}))
     with pytest.raises(ConfigError, match=r"unknown connector property: `database.server.id`"):
         parse_connector(_document({"database.server.id": "5400"}))  # MySQL's, not PostgreSQL's
+
+
+@pytest.mark.parametrize("kind", ["mysql", "mariadb"])
+def test_a_mysql_or_mariadb_source_builds_the_binlog_connector_named_for_its_kind(
+    kind: str,
+) -> None:
+    from cdcflow.capture.connectors.mysql.properties import MySqlProperties
+
+    context = _context(
+        {"database.include.list": "inventory", "database.history.kafka.topic": "h"},
+        {kind: {"host": "db", "serverId": 5501}},
+    )
+    connector: Any = registry.build_connector(context)
+
+    assert type(connector).__name__ == "MySqlConnector"
+    assert isinstance(connector, Historized) and isinstance(connector, SignalWriter)
+    assert not isinstance(connector, Cleanup)  # a binlog reader leaves nothing on the server
+    assert connector.source_schema["name"] == f"io.debezium.connector.{kind}.Source"
+    assert (connector.endpoint.host, connector.endpoint.port) == ("db", 3306)
+    assert connector.properties.database_server_id == 5501
+    properties = context.properties
+    assert isinstance(properties, MySqlProperties)
+    assert properties.schema_history_internal_kafka_topic == "h"  # the deprecated alias
+    assert connector.filters.captures(TableId("inventory", "orders"))
+    assert not connector.filters.captures(TableId("other", "orders"))
+
+
+def test_mysql_refuses_postgresql_properties_and_java_only_ones() -> None:
+    mysql = {"mysql": {"host": "db"}}
+    with pytest.raises(ConfigError, match=r"unknown connector property: `slot.name`"):
+        parse_connector(_document({"slot.name": "s"}, mysql))
+    with pytest.raises(ConfigError, match=r"database.ssl.ca"):
+        parse_connector(_document({"database.ssl.truststore": "/x.jks"}, mysql))

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from cdcflow.capture.config import EngineProperties
+from cdcflow.capture.connectors.mysql.properties import MySqlProperties
 from cdcflow.capture.connectors.postgres.properties import PostgresProperties
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
-def test_every_property_is_documented() -> None:
-    text = (DOCS / "postgresql.md").read_text()
-    names = [field.alias for field in PostgresProperties.model_fields.values() if field.alias]
+@pytest.mark.parametrize("model", [PostgresProperties, MySqlProperties])
+def test_every_property_is_documented(model: type[EngineProperties]) -> None:
+    text = (DOCS.parent / model.docs_page).read_text()
+    names = [field.alias for field in model.model_fields.values() if field.alias]
     assert [name for name in names if f"`{name}`" not in text] == []

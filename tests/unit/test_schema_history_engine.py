@@ -120,7 +120,7 @@ class HistorizedConnector:
         return {}
 
     def snapshot_steps(self, tables: list[TableId]) -> SnapshotSteps:
-        raise NotImplementedError("snapshot.mode=no_data")
+        raise NotImplementedError("snapshot.mode=never")
 
     def streaming(self, offset: Offset | None) -> StreamingSource:
         row = RowChange(ORDERS_SCHEMA, Op.CREATE, None, (1,), {"ts_ms": 1}, tx_id="9")
@@ -151,7 +151,7 @@ def _engine(history: MemorySchemaHistory, offsets: MemoryOffsetStore, **config: 
     properties = parse_properties(
         {
             "topic.prefix": "shop",
-            "snapshot.mode": "no_data",
+            "snapshot.mode": "never",
             "schema.history.internal": "io.debezium.relational.history.MemorySchemaHistory",
             **config,
         },

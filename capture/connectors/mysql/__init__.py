@@ -1,0 +1,1 @@
+"""The MySQL/MariaDB connector: binlog streaming, consistent snapshots, schema history."""

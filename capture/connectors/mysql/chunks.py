@@ -1,0 +1,146 @@
+"""Key-ordered chunk reads and signal-table writes for MySQL incremental and blocking snapshots.
+
+Chunks decode with the structures the stream uses (the schema history's), read through the
+snapshot conversions, and pass the last key back unchanged for ``WHERE (k1, k2) > (…)``. No
+change can be missed by a chunk: InnoDB commits in binlog order (``binlog_order_commits``), so
+every transaction logged before the open watermark is visible once the watermark committed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import pymysql
+
+from cdcflow.capture.connectors.mysql import types
+from cdcflow.capture.connectors.mysql.connection import Connection, Endpoint, connect, quote
+from cdcflow.capture.connectors.mysql.tables import Structures
+from cdcflow.capture.errors import SnapshotQueryError
+from cdcflow.capture.spi import ChunkKey, ChunkRow, RowChange, TableId, TableSchema
+
+
+class MySqlChunks:
+    """The :class:`~cdcflow.capture.spi.ChunkSource` of the MySQL connector."""
+
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        *,
+        structures: Structures,
+        captured: Callable[[], list[TableId]],
+        signal_table: TableId | None,
+    ) -> None:
+        self._endpoint = endpoint
+        self._conn: Connection = connect(endpoint, conv=types.SNAPSHOT_CONVERSIONS)
+        self._structures = structures
+        self._captured = captured
+        self._signal_table = signal_table
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def matching_tables(self, patterns: tuple[str, ...]) -> list[TableId]:
+        compiled = [re.compile(pattern, re.IGNORECASE) for pattern in patterns]
+        return [t for t in self._captured() if any(p.fullmatch(str(t)) for p in compiled)]
+
+    def snapshot_schema(self, table: TableId) -> TableSchema | None:
+        return self._structures.schema(table)
+
+    def max_key(
+        self, table: TableSchema, *, key: tuple[str, ...], condition: str | None
+    ) -> ChunkKey | None:
+        order = ", ".join(f"{quote(k)} DESC" for k in key)
+        statement = (
+            f"SELECT {_columns(key)} FROM {_table(table.id)}{_where([], condition)} "
+            f"ORDER BY {order} LIMIT 1"
+        )
+        rows = self._fetch(statement, (), table.id)
+        return tuple(rows[0]) if rows else None
+
+    def read_chunk(
+        self,
+        table: TableSchema,
+        *,
+        key: tuple[str, ...],
+        after: ChunkKey | None,
+        up_to: ChunkKey,
+        condition: str | None,
+        limit: int,
+    ) -> list[ChunkRow]:
+        placeholders = "(" + ", ".join(["%s"] * len(key)) + ")"
+        keys = f"({_columns(key)})"
+        bounds = [f"{keys} <= {placeholders}"]
+        params: list[Any] = list(up_to)
+        if after is not None:
+            bounds.insert(0, f"{keys} > {placeholders}")
+            params = [*after, *params]
+        names = tuple(column.name for column in table.columns)
+        statement = (
+            f"SELECT {_columns(names)} FROM {_table(table.id)}{_where(bounds, condition)} "
+            f"ORDER BY {_columns(key)} LIMIT {int(limit)}"
+        )
+        positions = [names.index(k) for k in key]
+        converters = [column.convert for column in table.columns]
+        return [
+            ChunkRow(
+                key=tuple(row[i] for i in positions),
+                values=tuple(c(v) for c, v in zip(converters, row, strict=True)),
+            )
+            for row in self._fetch(statement, tuple(params), table.id)
+        ]
+
+    def missed(self, change: RowChange) -> bool:
+        return False
+
+    def write_signal(self, *, signal_id: str, signal_type: str, data: str) -> None:
+        assert self._signal_table is not None
+        self._run(f"INSERT INTO {_table(self._signal_table)} VALUES (%s, %s, %s)",
+                  (signal_id, signal_type, data))  # fmt: skip
+
+    def delete_signal(self, *, signal_id: str) -> None:
+        assert self._signal_table is not None
+        schema = self._structures.schema(self._signal_table)
+        id_column = schema.columns[0].name if schema is not None else "id"
+        self._run(f"DELETE FROM {_table(self._signal_table)} WHERE {quote(id_column)} = %s",
+                  (signal_id,))  # fmt: skip
+
+    def source_for(
+        self, source: Mapping[str, Any], table: TableId, *, snapshot: str
+    ) -> dict[str, Any]:
+        return {**source, "snapshot": snapshot, "db": table.schema, "table": table.table}
+
+    def _run(self, statement: str, params: tuple[Any, ...]) -> None:
+        try:
+            self._conn.ping(reconnect=True)
+            with self._conn.cursor() as cursor:
+                cursor.execute(statement, params)
+        except pymysql.err.Error:
+            self._conn = connect(self._endpoint, conv=types.SNAPSHOT_CONVERSIONS)
+            with self._conn.cursor() as cursor:
+                cursor.execute(statement, params)
+
+    def _fetch(self, statement: str, params: tuple[Any, ...], table: TableId) -> list[Any]:
+        try:
+            self._conn.ping(reconnect=True)
+            with self._conn.cursor() as cursor:
+                cursor.execute(statement, params)
+                return list(cursor.fetchall())
+        except pymysql.err.ProgrammingError as error:
+            raise SnapshotQueryError(f"reading a chunk of {table}: {error.args[-1]}") from None
+        except pymysql.err.OperationalError as error:
+            raise SnapshotQueryError(f"reading a chunk of {table}: {error.args[-1]}") from None
+
+
+def _columns(names: Sequence[str]) -> str:
+    return ", ".join(quote(name) for name in names)
+
+
+def _table(table: TableId) -> str:
+    return f"{quote(table.schema)}.{quote(table.table)}"
+
+
+def _where(bounds: Sequence[str], condition: str | None) -> str:
+    parts = [*bounds, f"({condition})"] if condition else list(bounds)
+    return f" WHERE {' AND '.join(parts)}" if parts else ""

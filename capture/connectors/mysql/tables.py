@@ -1,0 +1,171 @@
+"""The table structures a MySQL connector decodes rows with, and where they come from.
+
+:class:`Structures` is the in-memory model Debezium keeps: filled by the snapshot from the
+catalog, rebuilt from the schema history on a restart, and changed by each DDL statement read
+from the binlog. Event schemas (:class:`~cdcflow.capture.spi.TableSchema`) are derived from the
+structures per table and cached until the table's structure changes.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from cdcflow.capture.connectors.mysql import ddl, structure, types
+from cdcflow.capture.connectors.mysql.connection import Connection, query, quote
+from cdcflow.capture.errors import FatalError
+from cdcflow.capture.filters import Filters
+from cdcflow.capture.spi import (
+    SchemaChange,
+    TableChange,
+    TableChangeType,
+    TableId,
+    TableSchema,
+    TableStructure,
+)
+
+log = logging.getLogger(__name__)
+
+TABLES_SQL = """
+SELECT TABLE_SCHEMA, TABLE_NAME, TABLE_ROWS FROM information_schema.TABLES
+WHERE TABLE_TYPE = 'BASE TABLE'
+  AND TABLE_SCHEMA NOT IN ('mysql', 'performance_schema', 'information_schema', 'sys')
+ORDER BY TABLE_SCHEMA, TABLE_NAME
+"""
+
+
+@dataclass(frozen=True)
+class Applied:
+    """One table change a binlog DDL statement made, with the DDL text recorded for it."""
+
+    database: str
+    ddl: str
+    change: TableChange
+
+
+class Structures:
+    """See the module docstring."""
+
+    def __init__(
+        self, *, filters: Filters, options: types.TypeOptions, skip_unparseable: bool
+    ) -> None:
+        self._filters = filters
+        self._options = options
+        self._skip_unparseable = skip_unparseable
+        self._charsets = ddl.Charsets()
+        self._tables: dict[TableId, TableStructure] = {}
+        self._schemas: dict[TableId, TableSchema] = {}
+
+    def __contains__(self, table: TableId) -> bool:
+        return table in self._tables
+
+    def structure(self, table: TableId) -> TableStructure | None:
+        return self._tables.get(table)
+
+    def schema(self, table: TableId) -> TableSchema | None:
+        """The event schema of ``table`` (None when its structure is unknown)."""
+        cached = self._schemas.get(table)
+        if cached is None and table in self._tables:
+            cached = self._schemas[table] = types.table_schema(self._tables[table], self._options)
+        return cached
+
+    def replay(self, changes: Iterable[TableChange]) -> None:
+        """Apply recorded (or just made) table changes to the model."""
+        for change in changes:
+            if change.previous_id is not None:
+                self._forget(change.previous_id)
+            if change.type is TableChangeType.DROP:
+                self._forget(change.table.id)
+            else:
+                self._forget(change.table.id)
+                self._tables[change.table.id] = change.table
+
+    def recover(self, changes: Iterable[SchemaChange]) -> None:
+        """Rebuild the model from recorded schema changes."""
+        for change in changes:
+            self.replay(change.changes)
+
+    def use_charsets(self, charsets: ddl.Charsets) -> None:
+        """The server's and databases' default charsets, for tables created without one."""
+        self._charsets = charsets
+
+    def apply(self, statement: str, *, database: str) -> list[Applied]:
+        """Apply a DDL statement from the binlog; what to record of it: one entry per DDL text
+        Debezium records (``DROP TABLE a, b`` is two), captured tables only."""
+        try:
+            outcome = ddl.apply_ddl(
+                statement, database=database or None, tables=self._tables, charsets=self._charsets
+            )
+        except ddl.UnparseableDdl as error:
+            if self._skip_unparseable:
+                log.warning("skipping DDL the parser cannot read: %s", error)
+                return []
+            raise FatalError(
+                f"{error}. Set schema.history.internal.skip.unparseable.ddl=true to skip "
+                "statements the parser cannot read (their tables' structures may then be stale)"
+            ) from None
+        if outcome.charsets is not None:
+            self._charsets = outcome.charsets
+        if outcome.dropped_database is not None:
+            for table in [t for t in self._tables if t.schema == outcome.dropped_database]:
+                self._forget(table)
+        self.replay(outcome.changes)
+        texts = outcome.statements or (statement,) * len(outcome.changes)
+        return [
+            Applied(outcome.database or database, text, change)
+            for text, change in zip(texts, outcome.changes, strict=False)
+            if self._captured(change)
+        ]
+
+    def _captured(self, change: TableChange) -> bool:
+        previous = change.previous_id
+        return self._filters.captures(change.table.id) or (
+            previous is not None and self._filters.captures(previous)
+        )
+
+    def _forget(self, table: TableId) -> None:
+        self._tables.pop(table, None)
+        self._schemas.pop(table, None)
+
+
+def all_tables(conn: Connection) -> dict[TableId, int]:
+    """Every base table outside the system databases, with the server's row estimates."""
+    return {TableId(str(s), str(t)): int(rows or 0) for s, t, rows in query(conn, TABLES_SQL)}
+
+
+def read_structure(conn: Connection, table: TableId) -> TableStructure:
+    """``table``'s structure from information_schema, as the snapshot records it."""
+    args = (table.schema, table.table)
+    rows = query(conn, structure.CATALOG_COLUMNS_SQL, args)
+    columns = [structure.CatalogColumn(*row) for row in rows]
+    if not columns:
+        raise FatalError(f"table {table} vanished while the snapshot read its structure")
+    key = [str(row[0]) for row in query(conn, structure.PRIMARY_KEY_SQL, args)]
+    return structure.table_from_catalog(
+        table,
+        columns,
+        primary_key=key,
+        default_charset=_first(query(conn, structure.TABLE_CHARSET_SQL, args)),
+        comment=_first(query(conn, structure.TABLE_COMMENT_SQL, args)),
+    )
+
+
+def charsets(conn: Connection) -> ddl.Charsets:
+    """The server's and every database's default charset now."""
+    server = _first(query(conn, "SELECT @@character_set_server"))
+    rows = query(
+        conn, "SELECT SCHEMA_NAME, DEFAULT_CHARACTER_SET_NAME FROM information_schema.SCHEMATA"
+    )
+    return ddl.Charsets(server, {str(name): str(charset) for name, charset in rows})
+
+
+def _first(rows: list[Any]) -> str | None:
+    return str(rows[0][0]) if rows and rows[0][0] is not None else None
+
+
+def show_create(conn: Connection, table: TableId) -> str:
+    """The server's own DDL for ``table`` (``SHOW CREATE TABLE``), recorded to history."""
+    rows = query(conn, f"SHOW CREATE TABLE {quote(table.schema)}.{quote(table.table)}")
+    return str(rows[0][1])

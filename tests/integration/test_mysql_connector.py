@@ -1,0 +1,138 @@
+"""The MariaDB connector's own behaviours on a real MariaDB 10.11 and Kafka: schema changes
+while streaming, restarts with schema history, startup checks, a purged binlog, locking."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from cdcflow.capture.errors import FatalError
+from tests.plugins.fix_capture import Event
+from tests.plugins.fix_conformance import MariaDbDriver
+from tests.plugins.fix_kafka import read_topic_to_end
+from tests.services import mariadb
+
+
+@pytest.fixture
+def maria(capture: Any, mariadb_server: mariadb.MariaDbServer) -> MariaDbDriver:
+    return MariaDbDriver(capture, mariadb_server)
+
+
+def _after(events: list[Any]) -> list[Any]:
+    return [e.payload["after"] for e in events if e.value is not None]
+
+
+def test_a_column_added_while_streaming_reaches_events_and_the_schema_change_topic(
+    maria: MariaDbDriver,
+) -> None:
+    table = maria.table("ddl")
+    maria.create_table(table, ((1, "before"),))
+    running = maria.start([table])
+    maria.run(f"ALTER TABLE {table} ADD COLUMN qty INT NOT NULL DEFAULT 7")
+    maria.run(f"INSERT INTO {table} VALUES (2, 'after', 3)")
+    events = maria.wait_for_events(table, lambda ev: len(ev) >= 2)
+    running.stop()
+    changes = _schema_changes(maria)
+
+    assert _after(events) == [{"id": 1, "v": "before"}, {"id": 2, "v": "after", "qty": 3}]
+    alter = next(e for e in changes if "ALTER TABLE" in e.payload["ddl"])
+    assert alter.key["payload"] == {"databaseName": "inventory"}
+    assert alter.payload["databaseName"] == "inventory"
+    (change,) = alter.payload["tableChanges"]
+    assert change["type"] == "ALTER" and change["id"] == f'"inventory"."{table}"'
+    columns = [(c["name"], c["typeName"], c["optional"]) for c in change["table"]["columns"]]
+    assert columns == [("id", "INT", False), ("v", "TEXT", True), ("qty", "INT", False)]
+    assert alter.payload["source"]["connector"] == "mariadb"
+
+
+def test_a_restart_resumes_after_the_last_commit_with_the_structure_of_the_history(
+    maria: MariaDbDriver,
+) -> None:
+    table = maria.table("restart")
+    maria.create_table(table, ((1, "a"),))
+    running = maria.start([table])
+    maria.run(maria.insert(table, (2, "b")))
+    maria.wait_for_events(table, lambda ev: len(ev) >= 2)
+    running.stop()
+    # While stopped: a column appears and rows use it; the restart must decode them with it.
+    maria.run(
+        f"ALTER TABLE {table} ADD COLUMN n INT",
+        f"INSERT INTO {table} VALUES (3, 'c', 30)",
+    )
+    running = maria.start([table])
+    maria.run(f"INSERT INTO {table} VALUES (4, 'd', 40)")
+    events = maria.wait_for_events(table, lambda ev: len(ev) >= 4)
+    running.stop()
+
+    assert [e.payload["op"] for e in events] == ["r", "c", "c", "c"]
+    assert _after(events)[2:] == [{"id": 3, "v": "c", "n": 30}, {"id": 4, "v": "d", "n": 40}]
+
+
+def test_a_wrong_password_is_a_fatal_error_naming_the_secret(maria: MariaDbDriver) -> None:
+    table = maria.table("pw")
+    maria.create_table(table)
+    server = maria.server
+    maria.server = mariadb.MariaDbServer(**{**server.__dict__, "cdc_password": "wrong-4711"})
+    try:
+        with pytest.raises(FatalError, match="credentials Secret") as raised:
+            maria.start([table])
+    finally:
+        maria.server = server
+    assert "wrong-4711" not in str(raised.value)
+
+
+def test_a_user_without_replication_grants_is_told_what_to_grant(maria: MariaDbDriver) -> None:
+    table = maria.table("grants")
+    maria.create_table(table)
+    mariadb.run_sql(
+        maria.server,
+        "CREATE USER IF NOT EXISTS 'weak'@'%' IDENTIFIED BY 'weak-pw'",
+        "GRANT SELECT ON *.* TO 'weak'@'%'",
+    )
+    server = maria.server
+    maria.server = mariadb.MariaDbServer(
+        **{**server.__dict__, "cdc_user": "weak", "cdc_password": "weak-pw"}
+    )
+    try:
+        with pytest.raises(FatalError, match=r"REPLICATION SLAVE.*GRANT"):
+            maria.start([table])
+    finally:
+        maria.server = server
+
+
+def test_an_offset_in_a_purged_binlog_names_when_needed_and_when_needed_snapshots_again(
+    maria: MariaDbDriver,
+) -> None:
+    table = maria.table("purged")
+    maria.create_table(table, ((1, "a"),))
+    offsets = maria.capture.offsets_path
+    stale = {"file": "mysql-bin.000000", "pos": 4, "gtids": "0-1-1", "server_id": 1, "ts_sec": 0}
+    running = maria.start([table])  # writes the history and an offset
+    running.stop()
+    _replace_offset(offsets, stale)
+
+    with pytest.raises(FatalError, match="when_needed"):
+        maria.start([table])
+    running = maria.start([table], **{"snapshot.mode": "when_needed"})
+    events = maria.wait_for_events(table, lambda ev: len(ev) >= 2)
+    running.stop()
+
+    assert [e.payload["op"] for e in events] == ["r", "r"]
+
+
+def _replace_offset(path: Path, values: dict[str, Any]) -> None:
+    """Point the stored offset at ``values`` (the file store keeps ``{key, value}``)."""
+    stored = orjson.loads(path.read_bytes())
+    path.write_bytes(orjson.dumps({**stored, "value": values}))
+
+
+def _schema_changes(maria: MariaDbDriver) -> list[Event]:
+    """The records of the schema-change topic, named by the topic prefix alone."""
+    bootstrap = maria.capture.kafka.bootstrap_servers
+    return [
+        Event(key=orjson.loads(m.key()), value=orjson.loads(m.value()), headers={})
+        for m in read_topic_to_end(bootstrap, maria.name)
+    ]

@@ -1,0 +1,182 @@
+"""The binlog stream as engine events: transactions, resent GTIDs, DDL, truncates, idling."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from itertools import islice
+from typing import Any
+
+import pytest
+
+from cdcflow.capture.connectors.mysql import binlog, types
+from cdcflow.capture.connectors.mysql.position import BinlogPosition, GtidSet
+from cdcflow.capture.connectors.mysql.properties import parse_properties
+from cdcflow.capture.connectors.mysql.source import BinlogStream, SourceBlock
+from cdcflow.capture.connectors.mysql.tables import Structures
+from cdcflow.capture.errors import FatalError
+from cdcflow.capture.filters import Filters
+from cdcflow.capture.spi import (
+    ColumnStructure,
+    Event,
+    Idle,
+    Op,
+    RowChange,
+    SchemaChange,
+    TableChange,
+    TableChangeType,
+    TableId,
+    TableStructure,
+    Truncate,
+    TxBegin,
+    TxCommit,
+)
+
+ORDERS = TableId("shop", "orders")
+FILE = "mysql-bin.000003"
+
+
+class ScriptedReader:
+    """Hands out binlog items, then nothing (as an idle server)."""
+
+    def __init__(self, items: list[binlog.BinlogItem]) -> None:
+        self.items = items
+
+    def next(self, timeout_s: float) -> binlog.BinlogItem | None:
+        return self.items.pop(0) if self.items else None
+
+    def close(self) -> None:
+        pass
+
+
+def _filters(include: str) -> Filters:
+    properties = parse_properties({"topic.prefix": "shop", "table.include.list": include})
+    return Filters.from_properties(properties)
+
+
+def _header(pos: int, length: int = 50) -> binlog.Header:
+    return binlog.Header(file=FILE, pos=pos, next_pos=pos + length, ts_sec=1700000000, server_id=1)
+
+
+def _structures() -> Structures:
+    filters = _filters(r"shop\.orders")
+    structures = Structures(filters=filters, options=types.TypeOptions(), skip_unparseable=False)
+    orders = TableStructure(
+        ORDERS,
+        (
+            ColumnStructure("id", 4, "INT", 1, optional=False),
+            ColumnStructure("v", 12, "VARCHAR", 2, length=20, charset_name="utf8mb4"),
+        ),
+        primary_key=("id",),
+    )
+    structures.replay([TableChange(TableChangeType.CREATE, orders)])
+    return structures
+
+
+def _stream(items: list[binlog.BinlogItem], start: BinlogPosition | None = None) -> BinlogStream:
+    structures = _structures()
+    return BinlogStream(
+        ScriptedReader(items),  # type: ignore[arg-type]
+        structures=structures,
+        filters=_filters(r"shop\.orders"),
+        source_block=SourceBlock(version="0.1.0", connector="mariadb", server="shop"),
+        start=start or BinlogPosition(FILE, 4, GtidSet.parse("0-1-9")),
+        include_query=False,
+        idle_s=0,
+    )
+
+
+def _events(stream: BinlogStream, count: int) -> list[Event]:
+    events: Iterator[Event] = stream.events()
+    return list(islice(events, count))
+
+
+def _transaction(gtid: str, pos: int, *rows: tuple[Any, ...]) -> list[binlog.BinlogItem]:
+    return [
+        binlog.Begin(_header(pos), gtid),
+        binlog.Rows(_header(pos + 50), "c", "shop", "orders", rows),
+        binlog.Commit(_header(pos + 100, 31), xid=7),
+    ]
+
+
+def test_a_transaction_becomes_begin_rows_and_a_commit_whose_offset_is_past_it() -> None:
+    stream = _stream(_transaction("0-1-10", 100, (1, "a"), (2, "b")))
+    begin, first, second, commit, idle = _events(stream, 5)
+
+    assert isinstance(begin, TxBegin) and begin.tx_id == "0-1-10"
+    assert isinstance(first, RowChange) and isinstance(second, RowChange)
+    assert (first.op, first.after, second.after) == (Op.CREATE, (1, "a"), (2, "b"))
+    assert [first.source["row"], second.source["row"]] == [0, 1]
+    assert first.source["gtid"] == "0-1-10" and first.source["pos"] == 150
+    assert (first.source["db"], first.source["table"], first.source["file"]) == (
+        "shop",
+        "orders",
+        FILE,
+    )
+    assert isinstance(commit, TxCommit)
+    assert BinlogPosition.from_offset(commit.offset) == BinlogPosition(
+        FILE, 231, GtidSet.parse("0-1-10"), server_id=1, ts_sec=1700000000
+    )
+    assert isinstance(idle, Idle) and idle.offset == commit.offset
+
+
+def test_a_transaction_the_server_sends_again_after_a_reconnect_is_skipped() -> None:
+    items = [*_transaction("0-1-9", 100, (1, "again")), *_transaction("0-1-10", 300, (2, "new"))]
+    events = _events(_stream(items), 3)
+
+    assert [type(e) for e in events] == [TxBegin, RowChange, TxCommit]
+    assert isinstance(events[1], RowChange) and events[1].after == (2, "new")
+
+
+def test_idling_inside_a_transaction_offers_no_offset_to_confirm() -> None:
+    stream = _stream([binlog.Begin(_header(100), "0-1-10")])
+    (idle,) = _events(stream, 1)
+
+    assert idle == Idle(None)
+
+
+def test_a_ddl_changes_the_structure_the_next_rows_decode_with() -> None:
+    ddl = binlog.Statement(_header(100), "ALTER TABLE orders ADD COLUMN qty INT", "shop", 5)
+    items: list[binlog.BinlogItem] = [
+        binlog.Begin(_header(50), "0-1-10", standalone=True),
+        ddl,
+        *_transaction("0-1-11", 200, (1, "a", 3)),
+    ]
+    change, _, row, _ = _events(_stream(items), 4)
+
+    assert isinstance(change, SchemaChange)
+    assert change.database == "shop" and change.ddl.startswith("ALTER TABLE orders")
+    assert [c.name for c in change.changes[0].table.columns] == ["id", "v", "qty"]
+    assert BinlogPosition.from_offset(change.offset).gtids == GtidSet.parse("0-1-10")
+    assert isinstance(row, RowChange) and row.after == (1, "a", 3)
+
+
+def test_truncate_is_one_t_event_of_the_captured_table() -> None:
+    items: list[binlog.BinlogItem] = [
+        binlog.Begin(_header(50), "0-1-10", standalone=True),
+        binlog.Statement(_header(100), "TRUNCATE TABLE `orders`", "shop", 5),
+    ]
+    truncate, idle = _events(_stream(items), 2)
+
+    assert isinstance(truncate, Truncate) and truncate.tables[0].id == ORDERS
+    assert truncate.source["table"] == "orders"
+    assert isinstance(idle, Idle) and idle.offset is not None
+
+
+def test_rows_of_a_table_the_history_does_not_know_are_a_fatal_error_naming_recovery() -> None:
+    structures = Structures(
+        filters=_filters("nothing"),
+        options=types.TypeOptions(),
+        skip_unparseable=False,
+    )
+    stream = BinlogStream(
+        ScriptedReader(_transaction("0-1-10", 100, (1, "a"))),  # type: ignore[arg-type]
+        structures=structures,
+        filters=_filters(r"shop\.orders"),
+        source_block=SourceBlock(version="0.1.0", connector="mariadb", server="shop"),
+        start=BinlogPosition(FILE, 4),
+        include_query=False,
+        idle_s=0,
+    )
+
+    with pytest.raises(FatalError, match=r"snapshot\.mode=recovery"):
+        _events(stream, 2)
