@@ -16,11 +16,6 @@ from tests.plugins.fix_kafka import read_topic_to_end
 from tests.services import mariadb
 
 
-@pytest.fixture
-def maria(capture: Any, mariadb_server: mariadb.MariaDbServer) -> MariaDbDriver:
-    return MariaDbDriver(capture, mariadb_server)
-
-
 def _after(events: list[Any]) -> list[Any]:
     return [e.payload["after"] for e in events if e.value is not None]
 

@@ -268,3 +268,9 @@ def driver(request: pytest.FixtureRequest) -> Iterator[ConnectorDriver]:
         )
     else:  # pragma: no cover - every kind in DRIVERS has a branch
         raise AssertionError(f"no conformance driver for {request.param}")
+
+
+@pytest.fixture
+def maria(capture: CaptureHarness, mariadb_server: MariaDbServer) -> MariaDbDriver:
+    """The MariaDB driver alone, for the binlog connector's own tests."""
+    return MariaDbDriver(capture, mariadb_server)

@@ -249,19 +249,29 @@ def _item(event: Any, file: str) -> BinlogItem | None:
         return RowsQuery(header, bytes(event.sql_statement).decode("utf-8", "replace"))
     if isinstance(event, RowsQueryLogEvent):
         return RowsQuery(header, event.query)
-    if isinstance(event, WriteRowsEvent):
-        rows = tuple(tuple(row["values"].values()) for row in event.rows)
-        return Rows(header, "c", event.schema, event.table, rows)
+    if isinstance(event, WriteRowsEvent | DeleteRowsEvent):
+        rows = tuple(_values(row, "values") for row in event.rows)
+        kind = "c" if isinstance(event, WriteRowsEvent) else "d"
+        return Rows(header, kind, event.schema, event.table, rows)
     if isinstance(event, UpdateRowsEvent):
         pairs = tuple(
-            (tuple(row["before_values"].values()), tuple(row["after_values"].values()))
-            for row in event.rows
+            (_values(row, "before_values"), _values(row, "after_values")) for row in event.rows
         )
         return Rows(header, "u", event.schema, event.table, pairs)
-    if isinstance(event, DeleteRowsEvent):
-        rows = tuple(tuple(row["values"].values()) for row in event.rows)
-        return Rows(header, "d", event.schema, event.table, rows)
     return None
+
+
+def _values(row: dict[str, Any], image: str) -> tuple[Any, ...]:
+    """A row image in column order. The library decodes an empty SET as None, like NULL, and
+    tells them apart only in ``none_sources``: give it back as the empty set it is."""
+    values: dict[str, Any] = row[image]
+    empty = row.get("none_sources")
+    if not empty:
+        return tuple(values.values())
+    return tuple(
+        set() if value is None and empty.get(name) == "empty set" else value
+        for name, value in values.items()
+    )
 
 
 def _translated(error: BaseException) -> BaseException:

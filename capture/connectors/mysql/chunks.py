@@ -17,8 +17,11 @@ import pymysql
 from cdcflow.capture.connectors.mysql import types
 from cdcflow.capture.connectors.mysql.connection import Connection, Endpoint, connect, quote
 from cdcflow.capture.connectors.mysql.tables import Structures
-from cdcflow.capture.errors import SnapshotQueryError
+from cdcflow.capture.errors import FatalError, SnapshotQueryError
 from cdcflow.capture.spi import ChunkKey, ChunkRow, RowChange, TableId, TableSchema
+
+#: Server errors for a statement the user has no privilege for.
+DENIED = (1142, 1143, 1044)
 
 
 class MySqlChunks:
@@ -78,7 +81,8 @@ class MySqlChunks:
             params = [*after, *params]
         names = tuple(column.name for column in table.columns)
         statement = (
-            f"SELECT {_columns(names)} FROM {_table(table.id)}{_where(bounds, condition)} "
+            f"SELECT {self._structures.select_list(table.id)} "
+            f"FROM {_table(table.id)}{_where(bounds, condition)} "
             f"ORDER BY {_columns(key)} LIMIT {int(limit)}"
         )
         positions = [names.index(k) for k in key]
@@ -112,11 +116,18 @@ class MySqlChunks:
         return {**source, "snapshot": snapshot, "db": table.schema, "table": table.table}
 
     def _run(self, statement: str, params: tuple[Any, ...]) -> None:
+        """A signal-table write (a watermark), on a fresh connection if the old one broke."""
         try:
             self._conn.ping(reconnect=True)
             with self._conn.cursor() as cursor:
                 cursor.execute(statement, params)
-        except pymysql.err.Error:
+        except pymysql.err.OperationalError as error:
+            if error.args and error.args[0] in DENIED:
+                raise FatalError(
+                    f"user {self._endpoint.user!r} may not write watermarks to the signal table "
+                    f"{self._signal_table} ({error.args[-1]}): GRANT INSERT, DELETE ON "
+                    f"{self._signal_table} TO '{self._endpoint.user}'"
+                ) from None
             self._conn = connect(self._endpoint, conv=types.SNAPSHOT_CONVERSIONS)
             with self._conn.cursor() as cursor:
                 cursor.execute(statement, params)

@@ -62,6 +62,8 @@ class MySqlConnector:
                 bigint_unsigned_handling_mode=properties.bigint_unsigned_handling_mode,
                 binary_handling_mode=properties.binary_handling_mode,
                 connection_time_zone=properties.database_connection_time_zone,
+                enable_time_adjuster=properties.enable_time_adjuster,
+                replace_null_with_default=properties.value_converter_replace_null_with_default,
             ),
             skip_unparseable=properties.schema_history_internal_skip_unparseable_ddl,
         )

@@ -35,7 +35,8 @@ def build(context: ConnectorContext) -> Connector:
         ssl_cert=properties.database_ssl_cert,
         ssl_key=properties.database_ssl_key,
         connect_timeout_s=properties.connect_timeout_ms / 1000,
-        time_zone=properties.database_connection_time_zone,
+        # TIMESTAMP values are read as text in this zone; UTC unless one is configured.
+        time_zone=properties.database_connection_time_zone or "+00:00",
         initial_statements=split_statements(properties.database_initial_statements),
     )
     return MySqlConnector(

@@ -164,7 +164,8 @@ class MySqlSnapshot:
         if schema is None:
             return
         statement = self._parts.overrides.get(str(table)) or (
-            f"SELECT * FROM {quote(table.schema)}.{quote(table.table)}"
+            f"SELECT {self._parts.structures.select_list(table)} "
+            f"FROM {quote(table.schema)}.{quote(table.table)}"
         )
         source = self._parts.source_block.block(
             ts_ms=int(time.time() * 1000),

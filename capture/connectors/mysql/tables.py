@@ -71,6 +71,11 @@ class Structures:
             cached = self._schemas[table] = types.table_schema(self._tables[table], self._options)
         return cached
 
+    def select_list(self, table: TableId) -> str:
+        """The columns of ``table`` as a snapshot or chunk reads them (exact FLOATs)."""
+        read = self._tables[table]
+        return ", ".join(types.snapshot_expression(column) for column in read.columns)
+
     def replay(self, changes: Iterable[TableChange]) -> None:
         """Apply recorded (or just made) table changes to the model."""
         for change in changes:
