@@ -131,3 +131,71 @@ def _schema_changes(maria: MariaDbDriver) -> list[Event]:
         Event(key=orjson.loads(m.key()), value=orjson.loads(m.value()), headers={})
         for m in read_topic_to_end(bootstrap, maria.name)
     ]
+
+
+def test_excluded_columns_and_message_key_columns_apply_to_snapshot_and_stream(
+    maria: MariaDbDriver,
+) -> None:
+    table = maria.table("cols")
+    maria.run(
+        f"CREATE TABLE {table} (id int PRIMARY KEY, code varchar(8) NOT NULL, secret text)",
+        f"INSERT INTO {table} VALUES (1, 'a', 'hidden')",
+    )
+    database = maria.server.database
+    running = maria.start(
+        [table],
+        **{
+            "column.exclude.list": rf"{database}\.{table}\.secret",
+            "message.key.columns": f"{database}.{table}:code",
+        },
+    )
+    maria.run(f"INSERT INTO {table} VALUES (2, 'b', 'hidden too')")
+    events = maria.wait_for_events(table, lambda ev: len(ev) >= 2)
+    running.stop()
+
+    assert [e.key["payload"] for e in events] == [{"code": "a"}, {"code": "b"}]
+    assert _after(events) == [{"id": 1, "code": "a"}, {"id": 2, "code": "b"}]
+
+
+def _snapshot_statements(maria: MariaDbDriver, table: str, mode: str) -> list[str]:
+    """The snapshot's statements, in the order the server ran them (its general log)."""
+    mariadb.run_sql(maria.server, "SET GLOBAL log_output = 'TABLE'", "TRUNCATE mysql.general_log")
+    mariadb.run_sql(maria.server, "SET GLOBAL general_log = 1")
+    try:
+        running = maria.start([table], **{"snapshot.locking.mode": mode})
+        running.stop()
+    finally:
+        mariadb.run_sql(maria.server, "SET GLOBAL general_log = 0")
+    rows = mariadb.query(
+        maria.server,
+        "SELECT argument FROM mysql.general_log WHERE command_type = 'Query' "
+        f"AND user_host LIKE '{maria.server.cdc_user}%' ORDER BY event_time",
+    )
+    wanted = ("FLUSH TABLES", "START TRANSACTION", "SHOW MASTER STATUS", "UNLOCK", "SELECT `id`")
+    return [
+        next(w for w in wanted if str(a).startswith(w))
+        for (a,) in rows
+        if any(str(a).startswith(w) for w in wanted)
+        and (not str(a).startswith("SELECT") or table in str(a))
+    ]
+
+
+@pytest.mark.parametrize(
+    ("mode", "expected"),
+    [
+        # Debezium's minimal locking: the lock only while position and structure are read.
+        ("minimal", ["FLUSH TABLES", "START TRANSACTION", "SHOW MASTER STATUS", "UNLOCK",
+                     "SELECT `id`"]),
+        # extended: writers wait until every row is read.
+        ("extended", ["FLUSH TABLES", "START TRANSACTION", "SHOW MASTER STATUS", "SELECT `id`",
+                      "UNLOCK"]),
+        ("none", ["START TRANSACTION", "SHOW MASTER STATUS", "SELECT `id`"]),
+    ],
+)  # fmt: skip
+def test_snapshot_locking_modes_run_debeziums_steps_in_order(
+    maria: MariaDbDriver, mode: str, expected: list[str]
+) -> None:
+    table = maria.table(f"lock_{mode}")
+    maria.create_table(table, ((1, "a"),))
+
+    assert _snapshot_statements(maria, table, mode) == expected

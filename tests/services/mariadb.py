@@ -29,6 +29,7 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from cdcflow.operator.devservices import processes
 
@@ -280,6 +281,20 @@ def _client(
 def run_sql(server: MariaDbServer, *statements: str) -> None:
     """Run ``statements`` in order on one root connection to the test database (autocommit,
     so ``START TRANSACTION`` … ``COMMIT`` groups what is between)."""
+    with _root_cursor(server) as cursor:
+        for statement in statements:
+            cursor.execute(statement)
+
+
+def query(server: MariaDbServer, statement: str) -> list[tuple[object, ...]]:
+    """The rows of ``statement``, run as root in the test database."""
+    with _root_cursor(server) as cursor:
+        cursor.execute(statement)
+        return list(cursor.fetchall())
+
+
+@contextlib.contextmanager
+def _root_cursor(server: MariaDbServer) -> Iterator[Any]:
     import pymysql  # the mysql extra; the server launcher itself needs no driver
 
     settings = server.connection_settings()
@@ -294,5 +309,4 @@ def run_sql(server: MariaDbServer, *statements: str) -> None:
         ) as conn,
         conn.cursor() as cursor,
     ):
-        for statement in statements:
-            cursor.execute(statement)
+        yield cursor

@@ -31,7 +31,6 @@ from cdcflow.capture.spi import (
     RowChange,
     SchemaChange,
     TableId,
-    TableSchema,
     Truncate,
     TxBegin,
     TxCommit,
@@ -284,8 +283,8 @@ class BinlogStream:
         table_id = TableId(item.schema, item.table)
         if not self._filters.reads(table_id):
             return
-        schema = self._structures.schema(table_id)
-        if schema is None:
+        decoder = self._structures.decoder(table_id)
+        if decoder is None:
             raise FatalError(
                 f"a row event of {table_id} arrived but the schema history has no structure "
                 "for it: the history is incomplete. Rebuild it with snapshot.mode=recovery"
@@ -293,18 +292,16 @@ class BinlogStream:
         if not tx.announced:
             tx.announced = True
             yield TxBegin(tx.tx_id, self._source(item.header, table_id, 0))
-        op = _OPS[item.kind]
+        op, schema, values = _OPS[item.kind], decoder.schema, decoder.values
         for number, row in enumerate(item.rows):
             source = self._source(item.header, table_id, number)
             if op is Op.UPDATE:
                 before, after = row
-                yield RowChange(
-                    schema, op, _values(schema, before), _values(schema, after), source, tx.tx_id
-                )
+                yield RowChange(schema, op, values(before), values(after), source, tx.tx_id)
             elif op is Op.CREATE:
-                yield RowChange(schema, op, None, _values(schema, row), source, tx.tx_id)
+                yield RowChange(schema, op, None, values(row), source, tx.tx_id)
             else:
-                yield RowChange(schema, op, _values(schema, row), None, source, tx.tx_id)
+                yield RowChange(schema, op, values(row), None, source, tx.tx_id)
 
     def _source(self, header: binlog.Header, table: TableId, row: int) -> dict[str, Any]:
         tx = self._tx
@@ -348,14 +345,3 @@ class BinlogStream:
             ts_sec=header.ts_sec or int(time.time()),
         )
         self._tx, self._skipping = None, False
-
-
-def _values(schema: TableSchema, row: tuple[Any, ...]) -> tuple[Any, ...]:
-    columns = schema.columns
-    if len(row) != len(columns):
-        raise FatalError(
-            f"a row event of {schema.id} has {len(row)} columns but its structure in the "
-            f"schema history has {len(columns)}: the history does not match the binlog. "
-            "Rebuild it with snapshot.mode=recovery"
-        )
-    return tuple(column.convert(value) for column, value in zip(columns, row, strict=True))

@@ -37,6 +37,31 @@ ORDER BY TABLE_SCHEMA, TABLE_NAME
 
 
 @dataclass(frozen=True)
+class RowDecoder:
+    """A table's event schema and how a binlog row (every column) becomes its values."""
+
+    schema: TableSchema
+    kept: tuple[int, ...]
+    """Positions in a binlog row of the schema's columns."""
+    width: int
+    """Columns a binlog row of this structure has."""
+    select_list: str
+    """The snapshot's select list: the kept columns only."""
+
+    def values(self, row: tuple[Any, ...]) -> tuple[Any, ...]:
+        if len(row) != self.width:
+            raise FatalError(
+                f"a row event of {self.schema.id} has {len(row)} columns but its structure in "
+                f"the schema history has {self.width}: the history does not match the binlog. "
+                "Rebuild it with snapshot.mode=recovery"
+            )
+        columns = self.schema.columns
+        if len(columns) == self.width:
+            return tuple(column.convert(value) for column, value in zip(columns, row, strict=True))
+        return tuple(column.convert(row[i]) for column, i in zip(columns, self.kept, strict=True))
+
+
+@dataclass(frozen=True)
 class Applied:
     """One table change a binlog DDL statement made, with the DDL text recorded for it."""
 
@@ -56,7 +81,7 @@ class Structures:
         self._skip_unparseable = skip_unparseable
         self._charsets = ddl.Charsets()
         self._tables: dict[TableId, TableStructure] = {}
-        self._schemas: dict[TableId, TableSchema] = {}
+        self._decoders: dict[TableId, RowDecoder] = {}
 
     def __contains__(self, table: TableId) -> bool:
         return table in self._tables
@@ -66,15 +91,36 @@ class Structures:
 
     def schema(self, table: TableId) -> TableSchema | None:
         """The event schema of ``table`` (None when its structure is unknown)."""
-        cached = self._schemas.get(table)
+        decoder = self.decoder(table)
+        return decoder.schema if decoder is not None else None
+
+    def decoder(self, table: TableId) -> RowDecoder | None:
+        """How rows of ``table`` become event values (None when its structure is unknown)."""
+        cached = self._decoders.get(table)
         if cached is None and table in self._tables:
-            cached = self._schemas[table] = types.table_schema(self._tables[table], self._options)
+            cached = self._decoders[table] = self._decoder(self._tables[table])
         return cached
 
+    def _decoder(self, structure: TableStructure) -> RowDecoder:
+        """``column.include/exclude.list`` keep columns (the key always stays) and
+        ``message.key.columns`` may name another key, as for every connector."""
+        full = types.table_schema(structure, self._options)
+        table = structure.id
+        key = self._filters.key_columns(table, full.key_columns)
+        kept = tuple(
+            i
+            for i, column in enumerate(full.columns)
+            if column.name in key or self._filters.keeps_column(table, column.name)
+        )
+        schema = TableSchema(table, tuple(full.columns[i] for i in kept), key)
+        select = ", ".join(types.snapshot_expression(structure.columns[i]) for i in kept)
+        return RowDecoder(schema, kept, len(full.columns), select)
+
     def select_list(self, table: TableId) -> str:
-        """The columns of ``table`` as a snapshot or chunk reads them (exact FLOATs)."""
-        read = self._tables[table]
-        return ", ".join(types.snapshot_expression(column) for column in read.columns)
+        """The kept columns of ``table`` as a snapshot or chunk reads them (exact FLOATs)."""
+        decoder = self.decoder(table)
+        assert decoder is not None, f"no structure for {table}"
+        return decoder.select_list
 
     def replay(self, changes: Iterable[TableChange]) -> None:
         """Apply recorded (or just made) table changes to the model."""
@@ -132,7 +178,7 @@ class Structures:
 
     def _forget(self, table: TableId) -> None:
         self._tables.pop(table, None)
-        self._schemas.pop(table, None)
+        self._decoders.pop(table, None)
 
 
 def all_tables(conn: Connection) -> dict[TableId, int]:
