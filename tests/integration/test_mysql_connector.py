@@ -199,3 +199,17 @@ def test_snapshot_locking_modes_run_debeziums_steps_in_order(
     maria.create_table(table, ((1, "a"),))
 
     assert _snapshot_statements(maria, table, mode) == expected
+
+
+def test_include_query_puts_the_statement_that_wrote_the_row_into_the_source(
+    maria: MariaDbDriver,
+) -> None:
+    table = maria.table("query")
+    maria.create_table(table)
+    running = maria.start([table], **{"include.query": "true"})
+    statement = f"INSERT INTO {table} VALUES (1, 'q')"
+    maria.run(statement)
+    (event,) = maria.wait_for_events(table, lambda ev: len(ev) >= 1)
+    running.stop()
+
+    assert event.payload["source"]["query"] == statement
