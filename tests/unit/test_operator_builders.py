@@ -499,3 +499,24 @@ def test_a_signal_that_ran_before_is_not_run_again_and_says_so() -> None:
     conditions = {c.type: (c.status, c.reason) for c in result.conditions}
     assert conditions["Succeeded"] == ("True", "AlreadyRun")
     assert result.fields["ranBefore"] is True
+
+
+def test_a_mariadb_source_renders_its_login_ca_and_source_column() -> None:
+    source = {
+        "mariadb": {
+            "host": "maria.db.svc",
+            "serverId": 5501,
+            "credentials": {"secretName": "maria-cdc"},
+            "caSecretName": "maria-ca",
+        }
+    }
+    resource = _connector(source=source, tables={"include": ["inventory.orders"]},
+                          signals={"table": "inventory.debezium_signal"})  # fmt: skip
+    config = yaml.safe_load(children.engine_config(resource))
+    status = connector_status.compute(connector_status.Observed(resource=resource))
+
+    assert config["spec"]["source"]["mariadb"]["serverId"] == 5501
+    assert config["spec"]["config"]["database.ssl.ca"] == "/etc/cdcflow/database-ca/ca.crt"
+    assert "database.password" not in config["spec"]["config"]
+    assert children.referenced_secrets(resource) == ["kafka-login", "maria-ca", "maria-cdc"]
+    assert status.fields["source"] == "mariadb://maria.db.svc:3306"
