@@ -104,20 +104,21 @@ class Engine:
         )
 
     def _pipeline(self) -> Pipeline:
+        headers = (
+            context_headers(
+                logical_name=self.properties.topic_prefix,
+                connector_name=self.resource.metadata.name,
+                run_id=str(uuid.uuid4()),
+            )
+            if self.properties.extended_headers_enabled
+            else ()
+        )
         framing = Framing(
             topics=TopicNames.from_properties(self.properties),
             source_schema=self.connector.source_schema,
             key_schemas=self.properties.key_converter_schemas_enable,
             value_schemas=self.properties.value_converter_schemas_enable,
-            context_headers=(
-                context_headers(
-                    logical_name=self.properties.topic_prefix,
-                    connector_name=self.resource.metadata.name,
-                    run_id=str(uuid.uuid4()),
-                )
-                if self.properties.extended_headers_enabled
-                else ()
-            ),
+            context_headers=headers,
         )
         dispatcher = Dispatcher(
             properties=self.properties,
@@ -140,11 +141,14 @@ class Engine:
                 self.connector.message_record if isinstance(self.connector, LogMessages) else None
             ),
             history=self.history,
-            schema_change_record=self._schema_change_records(),
+            schema_change_record=self._schema_change_records(headers),
         )
 
-    def _schema_change_records(self) -> Callable[[SchemaChange], Record] | None:
-        """The schema-change topic's records, when ``include.schema.changes`` is on."""
+    def _schema_change_records(
+        self, headers: tuple[tuple[str, bytes], ...]
+    ) -> Callable[[SchemaChange], Record] | None:
+        """The schema-change topic's records, when ``include.schema.changes`` is on (with
+        the data records' ``__debezium.context.*`` headers, as Debezium writes them)."""
         properties = self.properties
         if (
             not isinstance(properties, HistorizedProperties)
@@ -159,6 +163,7 @@ class Engine:
             source_schema=self.connector.source_schema,
             key_schemas=properties.key_converter_schemas_enable,
             value_schemas=properties.value_converter_schemas_enable,
+            headers=headers,
         ).record
 
     def _recover(self, offset: Offset | None) -> None:

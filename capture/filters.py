@@ -86,6 +86,15 @@ class Filters:
             return False
         return not _matches(self.table_exclude, name)
 
+    def captures_database(self, database: str) -> bool:
+        """Whether ``database`` (a MySQL database, a PostgreSQL schema) passes the database
+        filters: its tables' DDL is recorded unless only captured tables' is asked for."""
+        if database in SYSTEM_SCHEMAS:
+            return False
+        if self.schema_include and not _matches(self.schema_include, database):
+            return False
+        return not _matches(self.schema_exclude, database)
+
     def snapshots(self, table: TableId) -> bool:
         """Whether the initial snapshot reads ``table``."""
         if not self.captures(table):

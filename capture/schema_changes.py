@@ -152,11 +152,12 @@ class SchemaChangeRecords:
 
     @staticmethod
     def payload(change: SchemaChange, *, ts_ms: int | None = None) -> dict[str, Any]:
-        """The value's payload; an empty ``database`` or ``ddl`` stands for Java's null."""
+        """The value's payload; an empty ``ddl`` stands for Java's null (an empty database
+        name stays: Debezium writes ``""`` for server-wide statements such as ``SET``)."""
         return {
             "source": change.source,
             "ts_ms": time.time_ns() // 1_000_000 if ts_ms is None else ts_ms,
-            "databaseName": change.database or None,
+            "databaseName": change.database,
             "schemaName": change.schema,
             "ddl": change.ddl or None,
             "tableChanges": [_change(item, change) for item in change.changes],

@@ -113,6 +113,17 @@ def _message_collections(record: dict[str, Any]) -> None:
     collections.sort(key=lambda entry: entry["data_collection"])
 
 
+def _from_a_snapshot(value: Any) -> bool:
+    """Whether a record was written by a snapshot: a read (``op: r``), or a schema-change
+    record (no ``op``; the MySQL/MariaDB connectors' topic ``<prefix>``) whose source says
+    ``snapshot`` — both carry the time of their connector's own snapshot."""
+    body = payload(value)
+    if body.get("op") == "r":
+        return True
+    snapshot = (body.get("source") or {}).get("snapshot")
+    return "op" not in body and "ddl" in body and snapshot not in (None, "false")
+
+
 def normalized(records: Iterable[Decoded], *, prefix: str) -> list[dict[str, Any]]:
     """Records with the topic prefix replaced and volatile fields blanked, payloads only.
 
@@ -131,7 +142,7 @@ def normalized(records: Iterable[Decoded], *, prefix: str) -> list[dict[str, Any
                     row.pop(column, None)
         _blank(as_dict, VOLATILE)
         _message_collections(as_dict)
-        if payload(as_dict.get("value")).get("op") == "r":
+        if _from_a_snapshot(as_dict.get("value")):
             _blank(as_dict, SNAPSHOT_VOLATILE)
         out.append(as_dict)
     return out

@@ -1,14 +1,19 @@
 """Fixture plugin: one real Kafka Connect worker per test session, with Debezium's connectors.
 
-The worker (standalone mode, JSON with schemas) runs the real Debezium PostgreSQL connector as
-the oracle cdcflow's events are compared with, and real consumers of change topics: Debezium's
-JDBC sink and Kafka Connect's ``FileStreamSink`` behind Debezium's ``ExtractNewRecordState``.
-Connectors are added per test through the REST API and removed at the end of the test.
+The worker (standalone mode, JSON with schemas) runs the real Debezium PostgreSQL and MariaDB
+connectors as the oracles cdcflow's events are compared with, and real consumers of change
+topics: Debezium's JDBC sink and Kafka Connect's ``FileStreamSink`` behind Debezium's
+``ExtractNewRecordState``. Connectors are added per test through the REST API and removed at
+the end of the test. The harness needs a database server only for the connectors that read
+one: the MariaDB connector takes its server as an argument, so PostgreSQL tests never start
+MariaDB, and a harness built without a PostgreSQL server (``postgres=None``) never starts
+PostgreSQL.
 """
 
 from __future__ import annotations
 
 import contextlib
+import random
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +25,11 @@ from cdcflow.operator.devservices.kafka import KafkaBroker
 from cdcflow.operator.devservices.postgres import PostgresServer
 from tests.services import kafka_connect
 from tests.services.kafka_connect import ConnectWorker
+from tests.services.mariadb import MariaDbServer
+
+#: Debezium's MariaDB connectors get replication server ids from here, one per connector, away
+#: from the server's own id and from cdcflow's default range (5400-6400).
+MARIADB_SERVER_IDS = (6500, 9999)
 
 #: Kafka Connect's stock transform that drops the primary-key-change headers: the Debezium JDBC
 #: sink cannot read ``__debezium.newkey`` whichever connector wrote it (the documented
@@ -43,7 +53,7 @@ class ConnectHarness:
     """Starts real connectors on the session's worker and removes them again."""
 
     worker: ConnectWorker
-    postgres: PostgresServer
+    postgres: PostgresServer | None
     workdir: Path
     started: list[str] = field(default_factory=list)
     slots: list[str] = field(default_factory=list)
@@ -60,17 +70,18 @@ class ConnectHarness:
         It logs in as the superuser, with a slot and a filtered publication named after it,
         exactly as the cdcflow side of a comparison is configured.
         """
+        postgres = self._postgres()
         self.slots.append(name)
         self.start(
             name,
             {
                 "connector.class": kafka_connect.POSTGRES_CONNECTOR,
                 "tasks.max": "1",
-                "database.hostname": self.postgres.host,
-                "database.port": str(self.postgres.port),
-                "database.user": self.postgres.superuser,
-                "database.password": self.postgres.superuser_password,
-                "database.dbname": self.postgres.database,
+                "database.hostname": postgres.host,
+                "database.port": str(postgres.port),
+                "database.user": postgres.superuser,
+                "database.password": postgres.superuser_password,
+                "database.dbname": postgres.database,
                 "topic.prefix": name,
                 "plugin.name": "pgoutput",
                 "slot.name": name,
@@ -81,18 +92,45 @@ class ConnectHarness:
             },
         )
 
+    def debezium_mariadb(
+        self, name: str, *, server: MariaDbServer, tables: list[str], **config: str
+    ) -> None:
+        """The real Debezium MariaDB connector on ``tables`` of ``server``'s test database.
+
+        Configured as the cdcflow side of a comparison is: it logs in as the ``cdc`` user, with
+        a replication server id of its own, topic prefix ``name``, schema changes on topic
+        ``name`` and its schema history in a file of the harness's folder.
+        """
+        self.start(
+            name,
+            {
+                "connector.class": kafka_connect.MARIADB_CONNECTOR,
+                "tasks.max": "1",
+                "database.hostname": server.host,
+                "database.port": str(server.port),
+                "database.user": server.cdc_user,
+                "database.password": server.cdc_password,
+                "database.server.id": str(random.randint(*MARIADB_SERVER_IDS)),
+                "topic.prefix": name,
+                "table.include.list": ",".join(f"{server.database}\\.{table}" for table in tables),
+                "schema.history.internal": "io.debezium.storage.file.history.FileSchemaHistory",
+                "schema.history.internal.file.filename": str(self.workdir / f"{name}-history.dat"),
+                "include.schema.changes": "true",
+                **config,
+            },
+        )
+
     def jdbc_sink(self, name: str, *, topics_regex: str, database: str) -> None:
         """Debezium's JDBC sink applying change topics to ``database`` on the test server."""
+        postgres = self._postgres()
         self.start(
             name,
             {
                 "connector.class": kafka_connect.JDBC_SINK_CONNECTOR,
                 "tasks.max": "1",
-                "connection.url": (
-                    f"jdbc:postgresql://{self.postgres.host}:{self.postgres.port}/{database}"
-                ),
-                "connection.username": self.postgres.superuser,
-                "connection.password": self.postgres.superuser_password,
+                "connection.url": f"jdbc:postgresql://{postgres.host}:{postgres.port}/{database}",
+                "connection.username": postgres.superuser,
+                "connection.password": postgres.superuser_password,
                 "topics.regex": topics_regex,
                 "insert.mode": "upsert",
                 "delete.enabled": "true",
@@ -142,10 +180,17 @@ class ConnectHarness:
                 f"{error}\nWorker errors and warnings:\n" + "\n".join(errors[-20:])
             ) from None
 
+    def _postgres(self) -> PostgresServer:
+        if self.postgres is None:
+            raise AssertionError("this harness was built without a PostgreSQL server")
+        return self.postgres
+
     def cleanup(self) -> None:
         for name in self.started:
             self.worker.rest.delete_connector(name)
-        with psycopg.connect(self.postgres.dsn(), autocommit=True) as conn:
+        if not self.slots:
+            return
+        with psycopg.connect(self._postgres().dsn(), autocommit=True) as conn:
             for slot in self.slots:
                 _drop_slot_when_released(conn, slot)
                 conn.execute(f"DROP PUBLICATION IF EXISTS {slot}")  # type: ignore[call-overload]

@@ -1,22 +1,23 @@
 """A throwaway Kafka Connect worker (standalone mode) with the real Debezium connectors.
 
-Tests use it as an oracle and as real consumers: the Debezium PostgreSQL connector writes
-the events cdcflow's must match; Debezium's JDBC sink and Kafka Connect's ``FileStreamSink``
+Tests use it as an oracle and as real consumers: the Debezium PostgreSQL and MariaDB connectors
+write the events cdcflow's must match; Debezium's JDBC sink and Kafka Connect's ``FileStreamSink``
 (behind Debezium's ``ExtractNewRecordState``) read topics the way users' pipelines do, through
 Kafka Connect's own ``JsonConverter``.
 
 Jars come from Maven Central through :mod:`maven`, cached under ``kafka-connect/<version>``:
 the worker's classpath (connect-runtime, -json, -transforms and a log4j2 binding) and one folder
 per plugin, loaded in isolation from ``plugin.path`` as a Connect deployment would. Versions
-are pinned where Maven Central serves a complete set: Debezium 3.7.0 for the source connector,
-the JDBC sink at 3.6.0 (3.7.0's parent pom is not served) with Hibernate 7.2.19 (the 7.2.6
-its pom names has no ``org.hibernate:hibernate-agroal`` there; the artifact moved to
-``org.hibernate.orm``).
+are pinned where Maven Central serves a complete set: Debezium 3.7.0 for the PostgreSQL
+connector; the MariaDB connector at 3.5.0, with Debezium's Kafka and file schema histories
+(3.6.x and 3.7.0 of it are not served); the JDBC sink at 3.6.0 (3.7.0's parent pom is not
+served) with Hibernate 7.2.19 (the 7.2.6 its pom names has no
+``org.hibernate:hibernate-agroal`` there; the artifact moved to ``org.hibernate.orm``).
 
-For the MySQL/MariaDB connector the same worker takes another plugin folder: Maven Central
-serves ``debezium-connector-mysql`` 3.6.1 and ``debezium-connector-mariadb`` 3.5.0 complete
-(3.7.0 of either is not served); add its pom to :data:`PLUGINS` and a method to the test
-harness, and :mod:`tests.integration.debezium_oracle` compares its topics unchanged.
+Each plugin folder brings its own Debezium core, so the MariaDB connector's 3.5 and the
+PostgreSQL connector's 3.7 run side by side. The MySQL connector would join the same way:
+Maven Central serves ``debezium-connector-mysql`` 3.6.1 complete (3.7.0 is not served); add
+its pom to :data:`PLUGINS` and a method to the test harness.
 
 One worker serves a whole test session: connectors are added and removed through its REST API
 (:class:`ConnectRest`), which standalone mode keeps.
@@ -42,6 +43,8 @@ from cdcflow.operator.devservices import kafka, maven, processes
 SERVICE = "Kafka Connect"
 CONNECT_VERSION = kafka.KAFKA_VERSION
 DEBEZIUM_VERSION = "3.7.0.Final"
+#: The newest Debezium whose MariaDB connector Maven Central serves complete (3.5.x: 3.5.0).
+DEBEZIUM_MARIADB_VERSION = "3.5.0.Final"
 JDBC_SINK_VERSION = "3.6.0.Final"
 HIBERNATE_VERSION = "7.2.19.Final"
 YASSON_VERSION = "3.0.4"
@@ -58,6 +61,7 @@ JVM_OPTIONS = (
 )
 
 POSTGRES_CONNECTOR = "io.debezium.connector.postgresql.PostgresConnector"
+MARIADB_CONNECTOR = "io.debezium.connector.mariadb.MariaDbConnector"
 JDBC_SINK_CONNECTOR = "io.debezium.connector.jdbc.JdbcSinkConnector"
 FILE_SINK_CONNECTOR = "org.apache.kafka.connect.file.FileStreamSinkConnector"
 JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"
@@ -117,6 +121,14 @@ PLUGINS: Mapping[str, str] = {
     "debezium-connector-postgres": _pom(
         "debezium-connector-postgres",
         _dependency(f"io.debezium:debezium-connector-postgres:{DEBEZIUM_VERSION}"),
+    ),
+    # Its own folder, so its Debezium 3.5 core never meets the PostgreSQL connector's 3.7.
+    "debezium-connector-mariadb": _pom(
+        "debezium-connector-mariadb",
+        _dependency(f"io.debezium:debezium-connector-mariadb:{DEBEZIUM_MARIADB_VERSION}"),
+        # Schema history on a Kafka topic (KafkaSchemaHistory) or in a file.
+        _dependency(f"io.debezium:debezium-storage-kafka:{DEBEZIUM_MARIADB_VERSION}"),
+        _dependency(f"io.debezium:debezium-storage-file:{DEBEZIUM_MARIADB_VERSION}"),
     ),
     "debezium-connector-jdbc": _pom(
         "debezium-connector-jdbc",

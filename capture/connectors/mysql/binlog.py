@@ -265,7 +265,8 @@ def _values(row: dict[str, Any], image: str) -> tuple[Any, ...]:
     """A row image in column order. The library decodes an empty SET as None, like NULL, and
     tells them apart only in ``none_sources``: give it back as the empty set it is."""
     values: dict[str, Any] = row[image]
-    empty = row.get("none_sources")
+    # "values" → "none_sources", "before_values" → "before_none_sources", …
+    empty = row.get(image.replace("values", "none_sources"))
     if not empty:
         return tuple(values.values())
     return tuple(

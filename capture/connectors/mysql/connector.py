@@ -66,6 +66,7 @@ class MySqlConnector:
                 replace_null_with_default=properties.value_converter_replace_null_with_default,
             ),
             skip_unparseable=properties.schema_history_internal_skip_unparseable_ddl,
+            only_captured=properties.schema_history_internal_store_only_captured_tables_ddl,
         )
         self._conn: Connection | None = None
         self._info: checks.ServerInfo | None = None
@@ -142,8 +143,10 @@ class MySqlConnector:
 
     def snapshot_steps(self, tables_: list[TableId]) -> snapshot.MySqlSnapshot:
         properties = self.properties
+        recorded = [t for t in tables.all_tables(self.conn) if self.structures.recorded(t)]
         return snapshot.MySqlSnapshot(
             tables_,
+            recorded=sorted({*recorded, *tables_}),
             parts=snapshot.SnapshotParts(
                 endpoint=self.endpoint,
                 structures=self.structures,

@@ -33,6 +33,37 @@ MYSQL_UNSUPPORTED: Mapping[str, str] = MappingProxyType(
             "database.ssl.ca"
         ),
         "database.jdbc.driver": f"{JAVA_ONLY} (a JDBC driver class); cdcflow connects with PyMySQL",
+        "database.ssl.keystore.password": (
+            f"{JAVA_ONLY} (a Java keystore's password); give PEM files with database.ssl.cert "
+            "and database.ssl.key"
+        ),
+        "database.ssl.truststore.password": (
+            f"{JAVA_ONLY} (a Java truststore's password); give the CA as a PEM file with "
+            "database.ssl.ca"
+        ),
+        "database.server.id.offset": (
+            "Debezium offsets the server id of its legacy parallel snapshot's extra binlog "
+            "readers; cdcflow reads the binlog with one reader, as database.server.id"
+        ),
+        "snapshot.max.threads.multiplier": (
+            "Debezium's chunked parallel snapshot; cdcflow reads the snapshot in one "
+            "REPEATABLE READ transaction"
+        ),
+        "internal.legacy.snapshot.max.threads": (
+            "Debezium's legacy parallel snapshot; cdcflow reads the snapshot in one "
+            "REPEATABLE READ transaction"
+        ),
+        "binlog.net.read.timeout": (
+            "cdcflow's binlog connection asks the server for a heartbeat every second and "
+            "treats a silent connection as lost; there is no timeout to set"
+        ),
+        "binlog.net.write.timeout": (
+            "cdcflow's binlog connection asks the server for a heartbeat every second and "
+            "treats a silent connection as lost; there is no timeout to set"
+        ),
+        "use.nongraceful.disconnect": (
+            "cdcflow always stops its binlog reader by closing the socket under it"
+        ),
         "read.only": (
             "read-only incremental snapshots (GTID-based watermarks) are not implemented: "
             "incremental snapshots write their watermarks to signal.data.collection"
@@ -81,6 +112,7 @@ class MySqlProperties(HistorizedProperties):
         "minimal", alias="snapshot.locking.mode"
     )
     snapshot_lock_timeout_ms: int = Field(10000, alias="snapshot.lock.timeout.ms", ge=0)
+    snapshot_query_mode: Literal["select_all"] = Field("select_all", alias="snapshot.query.mode")
     time_precision_mode: Literal["adaptive_time_microseconds", "connect"] = Field(
         "adaptive_time_microseconds", alias="time.precision.mode"
     )

@@ -38,11 +38,16 @@ from cdcflow.capture.spi import (
     TableChange,
     TableChangeType,
     TableId,
+    TableStructure,
 )
 
 log = logging.getLogger(__name__)
 
 GLOBAL_LOCK_DENIED = (1227, 1044, 1045)
+DATABASE_SQL = (
+    "SELECT DEFAULT_CHARACTER_SET_NAME, DEFAULT_COLLATION_NAME FROM information_schema.SCHEMATA "
+    "WHERE SCHEMA_NAME = %s"
+)
 
 
 def read_position(conn: Connection, *, mariadb: bool) -> BinlogPosition:
@@ -75,8 +80,12 @@ class SnapshotParts:
 class MySqlSnapshot:
     """See the module docstring."""
 
-    def __init__(self, tables_: list[TableId], *, parts: SnapshotParts) -> None:
-        self._tables, self._parts = tables_, parts
+    def __init__(
+        self, tables_: list[TableId], *, recorded: list[TableId], parts: SnapshotParts
+    ) -> None:
+        """``tables_`` are read row by row; ``recorded`` (a superset) have their structure
+        recorded to schema history."""
+        self._tables, self._recorded, self._parts = tables_, recorded, parts
         self._conn = connect(parts.endpoint, autocommit=True)
         self._reader: Connection | None = None
         self._global_lock = False
@@ -120,28 +129,70 @@ class MySqlSnapshot:
         return self._position.offset()
 
     def structure(self) -> Iterator[SchemaChange]:
+        """The statements Debezium records for a snapshot, in its order: the server's charset;
+        a ``DROP TABLE IF EXISTS`` per table; per database ``DROP DATABASE IF EXISTS``,
+        ``CREATE DATABASE``, ``USE`` and each table's ``SHOW CREATE TABLE`` (sorted by name),
+        so replaying the history from any point rebuilds exactly these structures."""
         assert self._position is not None, "position() first"
-        parts, now = self._parts, int(time.time() * 1000)
-        for table in self._tables:
-            read = tables.read_structure(self._conn, table)
-            parts.structures.replay([TableChange(TableChangeType.CREATE, read)])
-            source = parts.source_block.block(
-                ts_ms=now,
-                db=table.schema,
-                table=table.table,
-                server_id=0,
-                file=self._position.file,
-                pos=self._position.pos,
-                snapshot="true",
+        tables_ = sorted(self._recorded)
+        charset, collation = query(self._conn, "SELECT @@character_set_server, @@collation_server")[
+            0
+        ]
+        yield self._change(
+            "", None, f"SET character_set_server={charset}, collation_server={collation}"
+        )
+        for table in tables_:
+            dropped = TableChange(TableChangeType.DROP, TableStructure(table, ()))
+            ddl = f"DROP TABLE IF EXISTS {quote(table.schema)}.{quote(table.table)}"
+            yield self._change(table.schema, table.table, ddl, dropped)
+        for database in sorted({t.schema for t in tables_}):
+            yield from self._database(database, [t for t in tables_ if t.schema == database])
+
+    def _database(self, database: str, tables_: list[TableId]) -> Iterator[SchemaChange]:
+        rows = query(self._conn, DATABASE_SQL, (database,))
+        charset, collation = rows[0] if rows else ("utf8mb4", "utf8mb4_general_ci")
+        name = quote(database)
+        yield self._change(database, None, f"DROP DATABASE IF EXISTS {name}")
+        yield self._change(
+            database, None, f"CREATE DATABASE {name} CHARSET {charset} COLLATE {collation}"
+        )
+        yield self._change(database, None, f"USE {name}")
+        for table in tables_:
+            try:
+                read = tables.read_structure(self._conn, table)
+            except ValueError as error:  # a type nobody maps, in a table we do not capture
+                if table in self._tables:
+                    raise FatalError(f"cannot read the structure of {table}: {error}") from None
+                log.warning("not recording %s, which is not captured: %s", table, error)
+                continue
+            created = TableChange(TableChangeType.CREATE, read)
+            yield self._change(
+                database, table.table, tables.show_create(self._conn, table), created
             )
-            yield SchemaChange(
-                database=table.schema,
-                schema=None,
-                ddl=tables.show_create(self._conn, table),
-                changes=(TableChange(TableChangeType.CREATE, read),),
-                source=source,
-                offset=self._position.offset(),
-            )
+
+    def _change(
+        self, database: str, table: str | None, ddl: str, *changes: TableChange
+    ) -> SchemaChange:
+        """A snapshot schema change (applied to the structures) at the snapshot's position."""
+        assert self._position is not None
+        self._parts.structures.replay(changes)
+        source = self._parts.source_block.block(
+            ts_ms=int(time.time() * 1000),
+            db=database,
+            table=table,
+            server_id=0,
+            file=self._position.file,
+            pos=self._position.pos,
+            snapshot="true",
+        )
+        return SchemaChange(
+            database=database,
+            schema=None,
+            ddl=ddl,
+            changes=changes,
+            source=source,
+            offset=self._position.offset(),
+        )
 
     # -- 5 to 7 ------------------------------------------------------------------------------
 

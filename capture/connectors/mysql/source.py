@@ -249,7 +249,7 @@ class BinlogStream:
         if schema is None or not self._filters.captures(table_id):
             return
         source = self._source(item.header, table_id, 0)
-        yield Truncate((schema,), ({**source, "gtid": gtid, "thread": item.thread},))
+        yield Truncate((schema,), ({**source, "gtid": gtid},))
         yield Idle(self._position.offset())
 
     def _ddl(self, item: binlog.Statement) -> Iterator[Event]:
@@ -265,7 +265,6 @@ class BinlogStream:
                 file=item.header.file,
                 pos=item.header.pos,
                 gtid=gtid,
-                thread=item.thread,
             )
             yield SchemaChange(
                 database=entry.database,

@@ -74,9 +74,15 @@ class Structures:
     """See the module docstring."""
 
     def __init__(
-        self, *, filters: Filters, options: types.TypeOptions, skip_unparseable: bool
+        self,
+        *,
+        filters: Filters,
+        options: types.TypeOptions,
+        skip_unparseable: bool,
+        only_captured: bool = False,
     ) -> None:
         self._filters = filters
+        self._only_captured = only_captured
         self._options = options
         self._skip_unparseable = skip_unparseable
         self._charsets = ddl.Charsets()
@@ -170,11 +176,17 @@ class Structures:
             if self._captured(change)
         ]
 
+    def recorded(self, table: TableId) -> bool:
+        """Whether DDL of ``table`` is recorded and announced: a captured table's, or (unless
+        ``schema.history.internal.store.only.captured.tables.ddl``) any table's of a database
+        the database filters pass, as Debezium records them."""
+        if self._filters.captures(table):
+            return True
+        return not self._only_captured and self._filters.captures_database(table.schema)
+
     def _captured(self, change: TableChange) -> bool:
         previous = change.previous_id
-        return self._filters.captures(change.table.id) or (
-            previous is not None and self._filters.captures(previous)
-        )
+        return self.recorded(change.table.id) or (previous is not None and self.recorded(previous))
 
     def _forget(self, table: TableId) -> None:
         self._tables.pop(table, None)
