@@ -172,6 +172,8 @@ class Engine:
         if not isinstance(connector, Historized) or history is None:
             return
         history.start()
+        if offset is not None and not offset.connector_values():
+            offset = None  # only an interrupted snapshot's marker: it starts over
         if self.properties.snapshot_mode in snapshots.HISTORY_REBUILDING_MODES:
             log.info(
                 "snapshot.mode=%s: rebuilding the schema history", self.properties.snapshot_mode

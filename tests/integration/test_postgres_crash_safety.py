@@ -23,6 +23,7 @@ from typing import Any
 import orjson
 import psycopg
 
+from cdcflow.capture.credentials import Login
 from cdcflow.operator.devservices.processes import free_port
 from tests.plugins.fix_capture import CaptureHarness, Event
 
@@ -51,9 +52,20 @@ def _workload(dsn: str, table: str, done: threading.Event) -> None:
 class CaptureProcess:
     """``cdcflow capture`` as a real child process, observable through /status."""
 
-    def __init__(self, capture: CaptureHarness, config: Path, crash_point: str = "") -> None:
+    def __init__(
+        self,
+        capture: CaptureHarness,
+        config: Path,
+        crash_point: str = "",
+        login: Login | None = None,
+    ) -> None:
         self.port = free_port()
         env = capture.cli_environment()
+        if login is not None:
+            env |= {
+                "CDCFLOW_DATABASE_USER": login.user,
+                "CDCFLOW_DATABASE_PASSWORD": login.password,
+            }
         if crash_point:
             env["CDCFLOW_CRASH_POINT"] = crash_point
         self.process = subprocess.Popen(

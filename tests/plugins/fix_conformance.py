@@ -203,6 +203,14 @@ class MariaDbDriver:
         mariadb.run_sql(self.server, "START TRANSACTION", *statements, "COMMIT")
 
     def start(self, tables: list[str], **config: Any) -> RunningEngine:
+        return self.capture.start(self.resource(tables, **config), login=self.login)
+
+    @property
+    def login(self) -> Login:
+        return Login(self.server.cdc_user, self.server.cdc_password)
+
+    def resource(self, tables: list[str], **config: Any) -> CdcConnector:
+        """The CdcConnector of a ``mariadb`` source on ``tables`` with the test defaults."""
         database = self.server.database
         properties = {
             "topic.prefix": self.name,
@@ -214,7 +222,7 @@ class MariaDbDriver:
             "poll.interval.ms": 100,
             **config,
         }
-        resource = CdcConnector.model_validate(
+        return CdcConnector.model_validate(
             {
                 "apiVersion": "cdcflow.io/v1alpha1",
                 "kind": "CdcConnector",
@@ -226,8 +234,6 @@ class MariaDbDriver:
                 },
             }
         )
-        login = Login(self.server.cdc_user, self.server.cdc_password)
-        return self.capture.start(resource, login=login)
 
     def wait_for_events(self, table: str, predicate: Callable[[list[Event]], bool]) -> list[Event]:
         return self.capture.wait_for_events(self.topic(table), predicate)
