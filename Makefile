@@ -13,7 +13,7 @@ setup: $(STAMP)
 	  -e . --config-settings editable_mode=strict
 	@# uv keeps every rebuild of pyspark's sdist (0.5-1.3 GB each) until pruned: a full disk
 	@# makes the test node's kubelet evict its pods.
-	@$(BIN)/uv cache prune --quiet
+	@$(BIN)/uv cache prune --quiet --offline || true
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "cdcflow needs Python 3.11 or newer")'

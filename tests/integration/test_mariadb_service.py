@@ -53,6 +53,9 @@ def test_an_insert_reaches_the_binlog_as_a_row_event_with_column_names(
         is_mariadb=True,
         only_events=[WriteRowsEvent],
         only_schemas=[mariadb_server.database],
+        # A MariaDB dump without a GTID starts at the oldest binlog, whatever log_pos says;
+        # other tests' tables are in it too.
+        only_tables=["smoke_binlog"],
     )
     try:
         rows = [

@@ -155,9 +155,12 @@ def test_a_signal_sent_through_kafka_starts_an_incremental_snapshot(
     running = maria.start([table, signal], **_config(maria, signal, **extra))
     producer = Producer({"bootstrap.servers": maria.capture.kafka.bootstrap_servers})
     data = {"type": "incremental", "data-collections": [f"{maria.server.database}.{table}"]}
-    value = orjson.dumps({"type": "execute-snapshot", "data": data})
+    value = orjson.dumps({"id": "via-kafka", "type": "execute-snapshot", "data": data})
     producer.produce(topic, key=maria.name, value=value)
     producer.flush(30)
+    # The channel subscribed before the producer created the topic: it sees the topic at
+    # its next metadata refresh, so this waits longer than for a table topic.
+    _wait_for_status(running, "via-kafka", "COMPLETED", timeout=120)
     events = maria.wait_for_events(table, lambda ev: len(ev) >= 50)
     running.stop()
 

@@ -30,8 +30,10 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import logging
 import os
 import shutil
+import subprocess
 import sys
 import tomllib
 from collections.abc import Sequence
@@ -65,6 +67,7 @@ IGNORED_NAMES = frozenset({"__pycache__", ".mypy_cache", ".pytest_cache", ".ruff
 IGNORED_SUFFIXES = (".pyc", ".pyo", ".egg-info")
 BUILD_TIMEOUT = 1800.0
 ROOT_HINT = "The node images are built with debootstrap and chroot, which need root."
+log = logging.getLogger(__name__)
 UV_HINT = "uv installs the images' Python packages: `pip install uv` (or `make setup`)."
 
 
@@ -226,7 +229,7 @@ def deps_layer(source: Path, extras: Sequence[str]) -> LayerFile:
             _uv_install(staging, "-r", str(requirements))
         finally:
             requirements.unlink(missing_ok=True)
-            _uv("cache", "prune")  # drop the pyspark sdist build uv keeps each time
+            _prune_uv_cache()
 
     return cached_layer(kind, deps_key(source, extras), build)
 
@@ -277,10 +280,22 @@ def _uv_install(root: Path, *args: str) -> None:
             _remove(target / leftover)
 
 
-def _uv(*args: str) -> None:
+def _uv_binary() -> str:
     beside = Path(sys.executable).with_name("uv")
-    uv = str(beside) if beside.exists() else processes.require_binary("uv", hint=UV_HINT)
-    command = [uv, *args, "--quiet", "--python", sys.executable]
+    return str(beside) if beside.exists() else processes.require_binary("uv", hint=UV_HINT)
+
+
+def _prune_uv_cache() -> None:
+    """Drop the pyspark sdist build uv keeps after each install (0.5-1.3 GB); best effort and
+    offline (image builds also run inside the node's network namespace)."""
+    command = [_uv_binary(), "cache", "prune", "--quiet", "--offline"]
+    result = subprocess.run(command, capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        log.warning("uv cache prune failed (the cache keeps growing): %s", result.stderr.strip())
+
+
+def _uv(*args: str) -> None:
+    command = [_uv_binary(), *args, "--quiet", "--python", sys.executable]
     processes.run_checked(
         command, service=SERVICE, log=cache_home() / "uv.log", timeout=BUILD_TIMEOUT
     )

@@ -117,8 +117,8 @@ class MySqlChunks:
 
     def _run(self, statement: str, params: tuple[Any, ...]) -> None:
         """A signal-table write (a watermark), on a fresh connection if the old one broke."""
+        self._alive()
         try:
-            self._conn.ping(reconnect=True)
             with self._conn.cursor() as cursor:
                 cursor.execute(statement, params)
         except pymysql.err.OperationalError as error:
@@ -132,9 +132,16 @@ class MySqlChunks:
             with self._conn.cursor() as cursor:
                 cursor.execute(statement, params)
 
+    def _alive(self) -> None:
+        """Replace a connection the server closed (idle timeout, restart) with a new one."""
+        try:
+            self._conn.ping(reconnect=False)
+        except pymysql.err.Error:
+            self._conn = connect(self._endpoint, conv=types.SNAPSHOT_CONVERSIONS)
+
     def _fetch(self, statement: str, params: tuple[Any, ...], table: TableId) -> list[Any]:
         try:
-            self._conn.ping(reconnect=True)
+            self._alive()
             with self._conn.cursor() as cursor:
                 cursor.execute(statement, params)
                 return list(cursor.fetchall())
