@@ -1,5 +1,5 @@
 """The Spark half of ``cdcflow demo``: apply the demo's change topics to Delta tables and
-show that each table now equals its source table."""
+show that each table now equals its table in the source database (PostgreSQL or MariaDB)."""
 
 from __future__ import annotations
 
@@ -11,19 +11,18 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from cdcflow.operator.devservices import kafka, postgres
+from cdcflow.operator.cli.demo import TABLES, Database, DemoSource, Row
+from cdcflow.operator.devservices import kafka
 
-TABLES = ("customers", "orders")
 
-
-def _sink(broker: kafka.KafkaBroker, lake: Path) -> Any:
+def _sink(source: DemoSource, broker: kafka.KafkaBroker, lake: Path) -> Any:
     from cdcflow.sparkapps.config import CdcSink
 
     return CdcSink.model_validate(
         {
             "metadata": {"name": "demo-lake"},
             "spec": {
-                "topics": [f"demo.public.{table}" for table in TABLES],
+                "topics": [source.topic(table) for table in TABLES],
                 "kafka": {"bootstrapServers": broker.bootstrap_servers},
                 "target": {"format": "delta", "path": str(lake)},
                 "trigger": {"availableNow": True},
@@ -33,40 +32,44 @@ def _sink(broker: kafka.KafkaBroker, lake: Path) -> Any:
     )
 
 
-def show_lake(console: Console, pg: postgres.PostgresServer, broker: kafka.KafkaBroker) -> bool:
-    """Run the sink once over the topics; print each Delta table beside its source table."""
-    import psycopg
-
+def show_lake(
+    console: Console, source: DemoSource, database: Database, broker: kafka.KafkaBroker
+) -> bool:
+    """Run the sink once over the topics; print each Delta table and say whether every one
+    holds the rows of its source table."""
     from cdcflow.sparkapps import sink as job
 
     with tempfile.TemporaryDirectory(prefix="cdcflow-demo-lake-") as folder:
-        sink = _sink(broker, Path(folder))
+        sink = _sink(source, broker, Path(folder))
         with console.status("applying the topics to Delta tables with Spark (local mode)…"):
             spark = job.spark_session(sink)
             job.run(spark, sink, available_now=True)
         equal = True
-        with psycopg.connect(pg.dsn()) as conn:
-            for table in TABLES:
-                path = sink.spec.target.table_path(f"demo.public.{table}")
-                lake = spark.read.format("delta").load(path)
-                columns = [c for c in lake.columns if not c.startswith("_cdc_")]
-                rows = sorted(tuple(row) for row in lake.select(*columns).collect())
-                source = sorted(
-                    tuple(row)
-                    for row in conn.execute(f"SELECT {', '.join(columns)} FROM {table}").fetchall()
-                )
-                equal &= [_comparable(row) for row in rows] == [_comparable(row) for row in source]
-                console.print(_table(f"Delta table public_{table} ({path})", columns, rows))
+        for table in TABLES:
+            topic = source.topic(table)
+            path = sink.spec.target.table_path(topic)
+            lake = spark.read.format("delta").load(path)
+            columns = [c for c in lake.columns if not c.startswith("_cdc_")]
+            rows = sorted(tuple(row) for row in lake.select(*columns).collect())
+            source_rows = database.query(f"SELECT {', '.join(columns)} FROM {table}")
+            equal &= _comparable_rows(rows) == _comparable_rows(source_rows)
+            title = f"Delta table {sink.spec.target.table_name(topic)} ({path})"
+            console.print(_table(title, columns, rows))
         spark.stop()
     return equal
 
 
-def _comparable(row: tuple[Any, ...]) -> tuple[str, ...]:
+def _comparable_rows(rows: list[Row]) -> list[tuple[str, ...]]:
+    """``rows`` as sorted text tuples (see :func:`_comparable`)."""
+    return sorted(_comparable(row) for row in rows)
+
+
+def _comparable(row: Row) -> tuple[str, ...]:
     """Values as text; times are left out (time zones differ between the two readers)."""
     return tuple(str(value) for value in row if not isinstance(value, dt.date))
 
 
-def _table(title: str, columns: list[str], rows: list[tuple[Any, ...]]) -> Table:
+def _table(title: str, columns: list[str], rows: list[Row]) -> Table:
     table = Table(title=title)
     for column in columns:
         table.add_column(column)
