@@ -292,8 +292,9 @@ class BinlogStream:
             tx.announced = True
             yield TxBegin(tx.tx_id, self._source(item.header, table_id, 0))
         op, schema, values = _OPS[item.kind], decoder.schema, decoder.values
+        common = self._source(item.header, table_id, 0)  # the event's rows differ in `row` only
         for number, row in enumerate(item.rows):
-            source = self._source(item.header, table_id, number)
+            source = {**common, "row": number}
             if op is Op.UPDATE:
                 before, after = row
                 yield RowChange(schema, op, values(before), values(after), source, tx.tx_id)

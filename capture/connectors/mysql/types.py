@@ -42,7 +42,7 @@ import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, ROUND_HALF_UP, Context, Decimal
 from functools import partial
 from typing import Any, Final, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -264,7 +264,11 @@ def _wrap(value: int, bits: int) -> int:
 
 
 def _to_int(bits: int, value: Any) -> int | None:
-    return None if value is None else _wrap(int(value), bits)
+    if value is None:
+        return None
+    if type(value) is int and -(1 << (bits - 1)) <= value < 1 << (bits - 1):
+        return value  # already in range: the common case, without the arithmetic
+    return _wrap(int(value), bits)
 
 
 def _to_bool(value: Any) -> bool | None:
@@ -317,11 +321,19 @@ def _plain(unscaled: int, scale: int) -> str:
     return "-" + text if unscaled < 0 else text
 
 
+#: Decimal arithmetic that never rounds (scaling a DECIMAL(65, 30) keeps every digit).
+_EXACT: Final = Context(prec=MAX_PREC, Emax=MAX_EMAX, Emin=MIN_EMIN)
+
+
 def _decimal_precise(scale: int, value: Any) -> str | None:
     if value is None:
         return None
-    unscaled, found = encoders.decimal_parts(_as_decimal(value))
-    return encoders.decimal_bytes(unscaled, found, target_scale=scale)
+    if type(value) is Decimal:  # the unscaled number at once, when no digit is cut off
+        unscaled = value.scaleb(scale, _EXACT)
+        if unscaled.is_finite() and unscaled == unscaled.to_integral_value():
+            return encoders.unscaled_bytes(int(unscaled))
+    parts, found = encoders.decimal_parts(_as_decimal(value))
+    return encoders.decimal_bytes(parts, found, target_scale=scale)
 
 
 def _decimal_double(value: Any) -> float | None:
@@ -573,8 +585,14 @@ def _date_days(adjust: bool, value: Any) -> int | None:
     return epoch_days(year, month, day)
 
 
+#: One microsecond: a timedelta floor-divided by it is its exact microsecond count.
+_MICROSECOND: Final = timedelta(microseconds=1)
+
+
 def _datetime_micros(adjust: bool, value: Any) -> int | None:
     """DATETIME: the wall time read as UTC, as Debezium reads a zone-less timestamp."""
+    if type(value) is datetime and value.year >= 100 and value.tzinfo is None:
+        return (value - _UNIX_EPOCH) // _MICROSECOND  # a binlog value no adjuster touches
     civil = None if value is None else _civil_datetime(value)
     return None if civil is None else _epoch_micros(_adjusted(adjust, civil))
 
