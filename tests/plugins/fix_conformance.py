@@ -84,7 +84,24 @@ class ConnectorDriver(Protocol):
         ...
 
 
-class PostgresDriver:
+class StandardStatements:
+    """The row statements both SQL dialects write alike."""
+
+    def insert(self, table: str, *rows: Row) -> str:
+        values = ", ".join(f"({row_id}, {_literal(value)})" for row_id, value in rows)
+        return f"INSERT INTO {table} VALUES {values}"
+
+    def update(self, table: str, row_id: int, value: str) -> str:
+        return f"UPDATE {table} SET v = {_literal(value)} WHERE id = {row_id}"
+
+    def delete(self, table: str, row_id: int) -> str:
+        return f"DELETE FROM {table} WHERE id = {row_id}"
+
+    def change_key(self, table: str, old: int, new: int) -> str:
+        return f"UPDATE {table} SET id = {new} WHERE id = {old}"
+
+
+class PostgresDriver(StandardStatements):
     """The PostgreSQL connector through the capture harness (real PostgreSQL and Kafka)."""
 
     kind = "postgresql"
@@ -108,19 +125,6 @@ class PostgresDriver:
         self.capture.sql(f"CREATE TABLE {table} (id int PRIMARY KEY, v text)")
         if rows:
             self.capture.sql(self.insert(table, *rows))
-
-    def insert(self, table: str, *rows: Row) -> str:
-        values = ", ".join(f"({row_id}, {_literal(value)})" for row_id, value in rows)
-        return f"INSERT INTO {table} VALUES {values}"
-
-    def update(self, table: str, row_id: int, value: str) -> str:
-        return f"UPDATE {table} SET v = {_literal(value)} WHERE id = {row_id}"
-
-    def delete(self, table: str, row_id: int) -> str:
-        return f"DELETE FROM {table} WHERE id = {row_id}"
-
-    def change_key(self, table: str, old: int, new: int) -> str:
-        return f"UPDATE {table} SET id = {new} WHERE id = {old}"
 
     def truncate(self, *tables: str) -> str:
         return f"TRUNCATE {', '.join(tables)}"
@@ -152,7 +156,7 @@ class PostgresDriver:
             assert event.payload["transaction"]["id"] == f"{xid}:{event.payload['source']['lsn']}"
 
 
-class MariaDbDriver:
+class MariaDbDriver(StandardStatements):
     """The MariaDB connector (``spec.source.mariadb``) on the session's real MariaDB 10.11."""
 
     kind = "mariadb"
@@ -177,19 +181,6 @@ class MariaDbDriver:
         self.run(f"CREATE TABLE {table} (id int PRIMARY KEY, v text)")
         if rows:
             self.run(self.insert(table, *rows))
-
-    def insert(self, table: str, *rows: Row) -> str:
-        values = ", ".join(f"({row_id}, {_literal(value)})" for row_id, value in rows)
-        return f"INSERT INTO {table} VALUES {values}"
-
-    def update(self, table: str, row_id: int, value: str) -> str:
-        return f"UPDATE {table} SET v = {_literal(value)} WHERE id = {row_id}"
-
-    def delete(self, table: str, row_id: int) -> str:
-        return f"DELETE FROM {table} WHERE id = {row_id}"
-
-    def change_key(self, table: str, old: int, new: int) -> str:
-        return f"UPDATE {table} SET id = {new} WHERE id = {old}"
 
     def truncate(self, *tables: str) -> str:
         return "; ".join(f"TRUNCATE TABLE {table}" for table in tables)

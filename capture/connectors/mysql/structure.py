@@ -55,11 +55,18 @@ BINARY = -2
 VARBINARY = -3
 NCHAR = -15
 NVARCHAR = -9
+LONGVARBINARY = -4
+LONGVARCHAR = -1
+CLOB = 2005
+LONGNVARCHAR = -16
+NCLOB = 2011
 
 #: ``Column.typeUsesCharset``: the JDBC types whose columns take the table's charset (also
 #: LONGVARCHAR -1, CLOB 2005, LONGNVARCHAR -16, NCLOB 2011, DATALINK 70, SQLXML 2009, which
 #: the MySQL parser never assigns).
-_CHARSET_TYPES = frozenset({CHAR, VARCHAR, NCHAR, NVARCHAR, -1, 2005, -16, 2011, 70, 2009})
+_CHARSET_TYPES = frozenset(
+    {CHAR, VARCHAR, NCHAR, NVARCHAR, LONGVARCHAR, CLOB, LONGNVARCHAR, NCLOB, 70, 2009}
+)
 
 #: What Debezium records as the default of ``CURRENT_TIMESTAMP``/``NOW()`` columns.
 EPOCH_DEFAULT = "1970-01-01 00:00:00"

@@ -52,6 +52,7 @@ import pymysql.converters
 from pymysql.constants import FIELD_TYPE
 
 from cdcflow.capture import encoders
+from cdcflow.capture.connectors.mysql import structure
 from cdcflow.capture.encoders import (
     MICROS_PER_DAY,
     MICROS_PER_SECOND,
@@ -150,34 +151,8 @@ def snapshot_expression(structure: ColumnStructure) -> str:
 # --------------------------------------------------------------------------------------------
 
 
-class _Jdbc:
-    BIT = -7
-    TINYINT = -6
-    BIGINT = -5
-    LONGVARBINARY = -4
-    VARBINARY = -3
-    BINARY = -2
-    LONGVARCHAR = -1
-    CHAR = 1
-    NUMERIC = 2
-    DECIMAL = 3
-    INTEGER = 4
-    SMALLINT = 5
-    FLOAT = 6
-    REAL = 7
-    DOUBLE = 8
-    VARCHAR = 12
-    BOOLEAN = 16
-    DATE = 91
-    TIME = 92
-    TIMESTAMP = 93
-    BLOB = 2004
-    CLOB = 2005
-    TIMESTAMP_WITH_TIMEZONE = 2014
-    NCHAR = -15
-    NVARCHAR = -9
-    LONGNVARCHAR = -16
-    NCLOB = 2011
+# One table of java.sql.Types codes for the parser and the converters.
+_Jdbc = structure
 
 
 _STRING_TYPES: Final = frozenset(
