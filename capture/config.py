@@ -551,6 +551,7 @@ PROPERTY_MODELS = {
     "postgresql": "cdcflow.capture.connectors.postgres.properties",
     "mysql": "cdcflow.capture.connectors.mysql.properties",
     "mariadb": "cdcflow.capture.connectors.mysql.properties",
+    "db2": "cdcflow.capture.connectors.db2.properties",
 }
 """The module holding each ``spec.source`` kind's model (loaded by name: models import this
 module, and a base install needs no connector to parse its configuration)."""

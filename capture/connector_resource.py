@@ -111,12 +111,26 @@ class MySqlSource(DatabaseSource):
     )
 
 
+class Db2Source(DatabaseSource):
+    """A Db2 (LUW) database whose captured tables are in ASN capture mode."""
+
+    ca_property: ClassVar[str] = "database.ssl.ca"
+
+    port: int = Field(50000, ge=1, le=65535, description="Port of the server.")
+    database: str = Field(min_length=1, description="database.dbname: the database to capture.")
+    ssl: bool = Field(False, description="Connect with TLS (on when caSecretName is set).")
+
+    def url(self, kind: str) -> str:
+        return f"{super().url(kind)}/{self.database}"
+
+
 class Source(Spec):
     """The source database: exactly one of the typed sources, named by its kind."""
 
     postgresql: PostgresSource | None = Field(None, description="A PostgreSQL source.")
     mysql: MySqlSource | None = Field(None, description="A MySQL source.")
     mariadb: MySqlSource | None = Field(None, description="A MariaDB source.")
+    db2: Db2Source | None = Field(None, description="A Db2 source (ASN capture mode).")
 
     @model_validator(mode="after")
     def _exactly_one(self) -> Source:
@@ -145,6 +159,7 @@ SOURCE_MODELS: dict[str, type[DatabaseSource]] = {
     "postgresql": PostgresSource,
     "mysql": MySqlSource,
     "mariadb": MySqlSource,
+    "db2": Db2Source,
 }
 """The spec of each ``spec.source`` kind: the fields of :class:`Source`."""
 SOURCE_KINDS = tuple(SOURCE_MODELS)

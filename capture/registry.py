@@ -22,9 +22,10 @@ FACTORIES = {
     "postgresql": "cdcflow.capture.connectors.postgres.factory",
     "mysql": "cdcflow.capture.connectors.mysql.factory",
     "mariadb": "cdcflow.capture.connectors.mysql.factory",
+    "db2": "cdcflow.capture.connectors.db2.factory",
 }
 """The factory module of each ``spec.source`` kind."""
-EXTRAS = {"postgresql": "postgres", "mysql": "mysql", "mariadb": "mysql"}
+EXTRAS = {"postgresql": "postgres", "mysql": "mysql", "mariadb": "mysql", "db2": "db2"}
 """The pip extra that installs each kind's driver."""
 
 

@@ -99,3 +99,27 @@ def test_mysql_refuses_postgresql_properties_and_java_only_ones() -> None:
         parse_connector(_document({"slot.name": "s"}, mysql))
     with pytest.raises(ConfigError, match=r"database.ssl.ca"):
         parse_connector(_document({"database.ssl.truststore": "/x.jks"}, mysql))
+
+
+def test_a_db2_source_builds_the_asn_connector_with_ibm_db_unless_another_driver_is_named() -> None:
+    source = {"db2": {"host": "db2", "database": "TESTDB"}}
+    connector: Any = registry.build_connector(
+        _context({"table.include.list": "DB2INST1\\..*"}, source)
+    )
+
+    assert type(connector).__name__ == "Db2Connector"
+    assert isinstance(connector, Historized) and isinstance(connector, SignalWriter)
+    assert not isinstance(connector, Cleanup)  # polling change tables leaves nothing behind
+    assert connector.source_schema["name"] == "io.debezium.connector.db2.Source"
+    endpoint = connector.endpoint
+    assert (endpoint.host, endpoint.port, endpoint.database, endpoint.ssl) == (
+        "db2",
+        50000,
+        "TESTDB",
+        False,
+    )
+    assert type(connector.driver).__name__ == "IbmDbDriver"
+    with pytest.raises(ConfigError, match=r"db2.platform.*LUW"):
+        parse_connector(_document({"db2.platform": "ZOS"}, source))
+    with pytest.raises(ConfigError, match=r"unknown connector property: `slot.name`"):
+        parse_connector(_document({"slot.name": "s"}, source))

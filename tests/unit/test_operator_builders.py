@@ -520,3 +520,23 @@ def test_a_mariadb_source_renders_its_login_ca_and_source_column() -> None:
     assert "database.password" not in config["spec"]["config"]
     assert children.referenced_secrets(resource) == ["kafka-login", "maria-ca", "maria-cdc"]
     assert status.fields["source"] == "mariadb://maria.db.svc:3306"
+
+
+def test_a_db2_source_renders_its_database_login_ca_and_source_column() -> None:
+    source = {
+        "db2": {
+            "host": "db2.shop.svc",
+            "database": "TESTDB",
+            "credentials": {"secretName": "db2-cdc"},
+            "caSecretName": "db2-ca",
+        }
+    }
+    resource = _connector(source=source, tables={"include": ["DB2INST1.ORDERS"]})
+    config = yaml.safe_load(children.engine_config(resource))
+    status = connector_status.compute(connector_status.Observed(resource=resource))
+
+    assert config["spec"]["source"]["db2"]["database"] == "TESTDB"
+    assert config["spec"]["config"]["database.ssl.ca"] == "/etc/cdcflow/database-ca/ca.crt"
+    assert "database.password" not in config["spec"]["config"]
+    assert children.referenced_secrets(resource) == ["db2-ca", "db2-cdc", "kafka-login"]
+    assert status.fields["source"] == "db2://db2.shop.svc:50000/TESTDB"

@@ -1,0 +1,256 @@
+"""Every statement the Db2 connector issues, in one place.
+
+Identifiers are always quoted with their stored (upper) case, parameters are ``?`` markers,
+LSNs are compared as binary values bound as parameters (never ``X'…'`` literals), row limits
+are ``FETCH FIRST n ROWS ONLY`` and multi-column key ranges are spelled out with ``AND``/``OR``
+(Db2 has no row-value ``>``): SQL that Db2 and PostgreSQL both accept, so the same text runs
+against a real Db2 and against the test suite's emulation of it. Where the two cannot agree,
+:class:`DialectStatements` names the difference; there are three.
+
+The ASN objects read (``cdc.control.schema``, default ``ASNCDC``):
+
+* ``IBMSNAP_REGISTER`` — one row per table in capture mode (``GLOBAL_RECORD = 'N'``): the
+  source table, its change-data (CD) table, ``STATE`` (``A`` active, ``I`` inactive) and
+  ``CD_NEW_SYNCHPOINT``/``CD_OLD_SYNCHPOINT`` (where the registration's capture starts and
+  stops); and the global row (``GLOBAL_RECORD = 'Y'``), whose ``SYNCHPOINT``/``SYNCHTIME``
+  the capture agent advances on every commit cycle.
+* the CD tables (``cdc.change.tables.schema``): ``IBMSNAP_COMMITSEQ`` (commit LSN),
+  ``IBMSNAP_INTENTSEQ`` (change LSN), ``IBMSNAP_OPERATION`` (``I``/``D``; an update is a
+  ``D`` then an ``I`` in the same commit, as ``CHG_UPD_TO_DEL_INS='Y'`` registers it) and
+  the source table's columns.
+* ``IBMSNAP_CAPPARMS`` — the agent's ``COMMIT_INTERVAL`` and ``SLEEP_INTERVAL`` (seconds).
+
+And the catalog: ``SYSCAT.TABLES`` and ``SYSCAT.COLUMNS``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from cdcflow.capture.connectors.db2.connection import Dialect
+
+UPDATE_BEFORE, UPDATE_AFTER, DELETE, INSERT = 3, 4, 1, 2
+"""The ``OPCODE`` the change query gives each CD row (Debezium's numbering)."""
+
+
+def quote(name: str) -> str:
+    """A delimited identifier (its case kept)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def table_name(schema: str, table: str) -> str:
+    return f"{quote(schema)}.{quote(table)}"
+
+
+@dataclass(frozen=True)
+class DialectStatements:
+    """The statements Db2 and PostgreSQL spell differently.
+
+    * a lock that keeps a table's structure from changing while it is read: Db2 reads no row
+      under cursor stability (``WITH CS`` takes the table's intent lock, as Debezium does);
+      PostgreSQL takes ``ACCESS SHARE``;
+    * the lock wait: Db2's ``CURRENT LOCK TIMEOUT`` is in seconds (``WAIT``: forever,
+      ``NOT WAIT``: fail at once); PostgreSQL's ``lock_timeout`` in milliseconds;
+    * a savepoint: Db2 requires ``ON ROLLBACK RETAIN CURSORS``.
+    """
+
+    schema_lock: str
+    lock_wait_forever: str
+    lock_no_wait: str
+    lock_wait_ms: str
+    savepoint: str
+
+    def lock_timeout(self, timeout_ms: int) -> str:
+        """``snapshot.lock.timeout.ms``: -1 waits forever, 0 fails at once."""
+        if timeout_ms < 0:
+            return self.lock_wait_forever
+        if timeout_ms == 0:
+            return self.lock_no_wait
+        return self.lock_wait_ms.format(seconds=max(1, round(timeout_ms / 1000)), ms=timeout_ms)
+
+
+DIALECTS = {
+    Dialect.DB2: DialectStatements(
+        schema_lock="SELECT * FROM {table} WHERE 0=1 WITH CS",
+        lock_wait_forever="SET CURRENT LOCK TIMEOUT WAIT",
+        lock_no_wait="SET CURRENT LOCK TIMEOUT NOT WAIT",
+        lock_wait_ms="SET CURRENT LOCK TIMEOUT {seconds}",
+        savepoint="SAVEPOINT {name} ON ROLLBACK RETAIN CURSORS",
+    ),
+    Dialect.POSTGRESQL: DialectStatements(
+        schema_lock="LOCK TABLE {table} IN ACCESS SHARE MODE",
+        lock_wait_forever="SET LOCAL lock_timeout = 0",
+        lock_no_wait="SET LOCAL lock_timeout = 1",
+        lock_wait_ms="SET LOCAL lock_timeout = {ms}",
+        savepoint="SAVEPOINT {name}",
+    ),
+}
+
+ROLLBACK_TO_SAVEPOINT = "ROLLBACK TO SAVEPOINT {name}"
+EXCLUSIVE_LOCK = "LOCK TABLE {table} IN EXCLUSIVE MODE"
+
+
+@dataclass(frozen=True)
+class AsnStatements:
+    """The statements on the ASN control and change-data tables of one control schema."""
+
+    control_schema: str = "ASNCDC"
+
+    def _control(self, table: str) -> str:
+        return table_name(self.control_schema, table)
+
+    @property
+    def max_lsn(self) -> str:
+        """The highest commit LSN the agent has captured up to (Debezium's max LSN: the
+        largest ``SYNCHPOINT`` or ``CD_NEW_SYNCHPOINT`` of the register)."""
+        register = self._control("IBMSNAP_REGISTER")
+        return (
+            'SELECT t."SYNCHPOINT" FROM ('
+            f'SELECT "CD_NEW_SYNCHPOINT" AS "SYNCHPOINT" FROM {register} '
+            f'UNION ALL SELECT "SYNCHPOINT" FROM {register}) t '
+            'WHERE t."SYNCHPOINT" IS NOT NULL '
+            'ORDER BY t."SYNCHPOINT" DESC FETCH FIRST 1 ROWS ONLY'
+        )
+
+    @property
+    def registrations(self) -> str:
+        """Tables in capture mode: source, CD table, state and capture start/stop LSNs."""
+        return (
+            'SELECT r."SOURCE_OWNER", r."SOURCE_TABLE", r."CD_OWNER", r."CD_TABLE", '
+            'r."STATE", r."CD_NEW_SYNCHPOINT", r."CD_OLD_SYNCHPOINT" '
+            f"FROM {self._control('IBMSNAP_REGISTER')} r "
+            "WHERE r.\"GLOBAL_RECORD\" = 'N' "
+            'ORDER BY r."SOURCE_OWNER", r."SOURCE_TABLE"'
+        )
+
+    @property
+    def agent_progress(self) -> str:
+        """The global row's ``SYNCHPOINT`` and ``SYNCHTIME``: the agent's heartbeat."""
+        return (
+            'SELECT r."SYNCHPOINT", r."SYNCHTIME" '
+            f"FROM {self._control('IBMSNAP_REGISTER')} r "
+            "WHERE r.\"GLOBAL_RECORD\" = 'Y'"
+        )
+
+    @property
+    def capture_parameters(self) -> str:
+        """The agent's ``COMMIT_INTERVAL`` and ``SLEEP_INTERVAL`` in seconds."""
+        return (
+            'SELECT p."COMMIT_INTERVAL", p."SLEEP_INTERVAL" '
+            f"FROM {self._control('IBMSNAP_CAPPARMS')} p FETCH FIRST 1 ROWS ONLY"
+        )
+
+
+def changes(cd_schema: str, cd_table: str) -> str:
+    """A CD table's rows committed in ``[?, ?]`` (commit LSNs, both ends inclusive) in
+    (commit LSN, change LSN) order, each with Debezium's ``OPCODE``: 3 and 4 for the delete
+    and insert an update was captured as, 1 a delete, 2 an insert."""
+    operation = 'cdc."IBMSNAP_OPERATION"'
+    window = 'PARTITION BY cdc."IBMSNAP_COMMITSEQ" ORDER BY cdc."IBMSNAP_INTENTSEQ"'
+    return (
+        "SELECT CASE "
+        f"WHEN {operation} = 'D' AND LEAD({operation}, 1, 'X') OVER ({window}) = 'I' "
+        f"THEN {UPDATE_BEFORE} "
+        f"WHEN {operation} = 'I' AND LAG({operation}, 1, 'X') OVER ({window}) = 'D' "
+        f"THEN {UPDATE_AFTER} "
+        f"WHEN {operation} = 'D' THEN {DELETE} "
+        f"WHEN {operation} = 'I' THEN {INSERT} "
+        'END AS "OPCODE", cdc.* '
+        f"FROM {table_name(cd_schema, cd_table)} cdc "
+        'WHERE cdc."IBMSNAP_COMMITSEQ" >= ? AND cdc."IBMSNAP_COMMITSEQ" <= ? '
+        'ORDER BY cdc."IBMSNAP_COMMITSEQ", cdc."IBMSNAP_INTENTSEQ"'
+    )
+
+
+#: Columns of a table as the catalog describes them, in order. ``KEYSEQ`` > 0 marks the
+#: primary key's columns; ``CODEPAGE`` 0 marks ``FOR BIT DATA`` character columns.
+COLUMNS = (
+    'SELECT c."COLNAME", c."COLNO", c."TYPENAME", c."LENGTH", c."SCALE", c."NULLS", '
+    'c."KEYSEQ", c."DEFAULT", c."IDENTITY", c."GENERATED", c."CODEPAGE", c."REMARKS" '
+    'FROM "SYSCAT"."COLUMNS" c WHERE c."TABSCHEMA" = ? AND c."TABNAME" = ? '
+    'ORDER BY c."COLNO"'
+)
+
+#: Regular tables outside the catalog schemas, with their cardinality statistic (-1: never
+#: collected).
+TABLES = (
+    'SELECT t."TABSCHEMA", t."TABNAME", t."CARD" FROM "SYSCAT"."TABLES" t '
+    "WHERE t.\"TYPE\" = 'T' AND t.\"TABSCHEMA\" NOT LIKE 'SYS%' "
+    'ORDER BY t."TABSCHEMA", t."TABNAME"'
+)
+
+
+def select_columns(schema: str, table: str, columns: Sequence[str]) -> str:
+    """The snapshot's read of a table (unless ``snapshot.select.statement.overrides``)."""
+    return f"SELECT {', '.join(map(quote, columns))} FROM {table_name(schema, table)}"
+
+
+def key_after(key: Sequence[str]) -> str:
+    """``key > (?, …)`` in key order, spelled out: ``a > ? OR (a = ? AND b > ?)``; its
+    parameters are :func:`key_after_parameters`."""
+    terms = []
+    for index, column in enumerate(key):
+        equal = [f"{quote(c)} = ?" for c in key[:index]]
+        terms.append("(" + " AND ".join([*equal, f"{quote(column)} > ?"]) + ")")
+    return "(" + " OR ".join(terms) + ")"
+
+
+def key_after_parameters(values: Sequence[object]) -> list[object]:
+    """The parameters of :func:`key_after` for the key ``values``."""
+    parameters: list[object] = []
+    for index in range(len(values)):
+        parameters.extend(values[: index + 1])
+    return parameters
+
+
+def key_at_most(key: Sequence[str]) -> str:
+    """``key <= (?, …)``, spelled out; parameters as :func:`key_after_parameters`."""
+    terms = []
+    for index, column in enumerate(key):
+        equal = [f"{quote(c)} = ?" for c in key[:index]]
+        last = "<=" if index == len(key) - 1 else "<"
+        terms.append("(" + " AND ".join([*equal, f"{quote(column)} {last} ?"]) + ")")
+    return "(" + " OR ".join(terms) + ")"
+
+
+def chunk(
+    schema: str,
+    table: str,
+    *,
+    columns: Sequence[str],
+    key: Sequence[str],
+    after: bool,
+    condition: str | None,
+    limit: int,
+) -> str:
+    """An incremental snapshot chunk: rows with ``after < key <= up_to`` in key order."""
+    where = [key_at_most(key)]
+    if after:
+        where.insert(0, key_after(key))
+    if condition:
+        where.append(f"({condition})")
+    order = ", ".join(map(quote, key))
+    return (
+        f"{select_columns(schema, table, columns)} WHERE {' AND '.join(where)} "
+        f"ORDER BY {order} FETCH FIRST {int(limit)} ROWS ONLY"
+    )
+
+
+def max_key(schema: str, table: str, *, key: Sequence[str], condition: str | None) -> str:
+    """The largest key of a table's rows (that meet ``condition``)."""
+    where = f" WHERE {condition}" if condition else ""
+    descending = ", ".join(f"{quote(c)} DESC" for c in key)
+    return (
+        f"SELECT {', '.join(map(quote, key))} FROM {table_name(schema, table)}{where} "
+        f"ORDER BY {descending} FETCH FIRST 1 ROWS ONLY"
+    )
+
+
+def insert_signal(schema: str, table: str) -> str:
+    """A signal row (id, type, data), as Debezium's signal table has them in this order."""
+    return f"INSERT INTO {table_name(schema, table)} VALUES (?, ?, ?)"
+
+
+def delete_signal(schema: str, table: str, id_column: str) -> str:
+    return f"DELETE FROM {table_name(schema, table)} WHERE {quote(id_column)} = ?"

@@ -1,0 +1,338 @@
+"""Streaming: the change-data tables polled in LSN windows, merged into one ordered stream.
+
+Each poll reads the highest LSN the ASN capture agent has reached (``max_lsn``), then every
+captured table's CD rows committed in ``[from, max]``, each in (commit LSN, change LSN) order,
+k-way merged across tables into transactions: one :class:`~cdcflow.capture.spi.TxBegin`,
+its row changes, one :class:`~cdcflow.capture.spi.TxCommit` per commit LSN. An update — a
+``D`` then an ``I`` row of one commit — becomes one ``u`` event. Offsets move only at commits
+(``commit_lsn``, ``change_lsn`` of its last change, ``event_serial_no``) and at the end of an
+empty window (``commit_lsn`` alone). A stored commit position is read again from its commit
+LSN and every change up to it skipped; a position without a change LSN resumes after it.
+
+Registrations are re-read every poll: a table entering capture mode is announced (CREATE), a
+re-registered table or a CD table with other columns (the offline and online schema-update
+procedures) gets its structure re-read from the catalog and, when it changed, an ALTER; the
+structure is recorded to schema history before any row decodes with it. An agent whose
+heartbeat (the global register row's ``SYNCHTIME``) stops moving is reported as not running.
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from cdcflow.capture.connectors.db2 import sql, tables
+from cdcflow.capture.connectors.db2.connection import Connection
+from cdcflow.capture.connectors.db2.lsn import Db2Position, Lsn
+from cdcflow.capture.connectors.db2.source import SourceBlock
+from cdcflow.capture.errors import FatalError, RetriableError
+from cdcflow.capture.spi import (
+    Event,
+    Idle,
+    Op,
+    RowChange,
+    SchemaChange,
+    TableChange,
+    TableChangeType,
+    TableId,
+    TxBegin,
+    TxCommit,
+)
+
+log = logging.getLogger(__name__)
+
+#: CD table columns that are ASN's, not the source table's.
+ASN_COLUMNS = frozenset(
+    {"OPCODE", "IBMSNAP_COMMITSEQ", "IBMSNAP_INTENTSEQ", "IBMSNAP_OPERATION", "IBMSNAP_LOGMARKER"}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One row change read from a CD table (an update's two rows already paired)."""
+
+    commit: bytes
+    intent: bytes
+    table: TableId
+    op: Op
+    before: tuple[Any, ...] | None
+    after: tuple[Any, ...] | None
+    serial: int
+
+
+@dataclass
+class AgentWatch:
+    """Whether the ASN capture agent is alive: its heartbeat must move within ``timeout_s``."""
+
+    timeout_s: float
+    #: How often the heartbeat is read (a query on the register).
+    check_every_s: float = 1.0
+    heartbeat: tuple[Any, Any] | None = None
+    since: float = 0.0
+    checked: float = 0.0
+
+    def observe(self, heartbeat: tuple[Any, Any], now: float) -> None:
+        if heartbeat != self.heartbeat:
+            self.heartbeat, self.since = heartbeat, now
+
+    def stalled_for(self, now: float) -> float:
+        return now - self.since if self.heartbeat is not None else 0.0
+
+
+def agent_timeout_s(commit_interval_s: int, sleep_interval_s: int) -> float:
+    """How long a silent heartbeat may last before the agent counts as stopped: two full
+    capture cycles (``COMMIT_INTERVAL`` + ``SLEEP_INTERVAL``) and 5 s, at least 10 s."""
+    return max(10.0, 2.0 * (commit_interval_s + sleep_interval_s) + 5.0)
+
+
+class ChangeStream:
+    """The engine's :class:`~cdcflow.capture.spi.StreamingSource` over the CD tables."""
+
+    def __init__(
+        self,
+        conn: Connection,
+        *,
+        structures: tables.Structures,
+        captures: Callable[[TableId], bool],
+        source_block: SourceBlock,
+        statements: sql.AsnStatements,
+        start: Db2Position,
+        poll_interval_s: float,
+        agent: AgentWatch,
+        fetch_size: int = 2000,
+    ) -> None:
+        self._conn = conn
+        self._structures = structures
+        self._captures = captures
+        self._block = source_block
+        self._statements = statements
+        self._poll_s = poll_interval_s
+        self._agent = agent
+        self._fetch_size = fetch_size
+        # Everything at or before ``_done`` was delivered; a window starts after ``_window_end``.
+        self._done = (
+            start.order_key()[:2] if start.streamed else (start.commit_lsn.value, b"\xff" * 16)
+        )
+        self._next_from = start.commit_lsn if start.streamed else start.commit_lsn.increment()
+        self._position = start
+        self._registrations: dict[TableId, tables.Registration] = {}
+        self._columns: dict[TableId, tuple[str, ...]] = {}
+        self._warned_no_lsn = False
+
+    # -- StreamingSource ---------------------------------------------------------------------
+
+    def events(self) -> Iterator[Event]:
+        while True:
+            now = time.monotonic()
+            max_lsn = self._max_lsn()
+            if max_lsn is None or max_lsn < self._next_from:
+                self._check_agent(now)
+                self._conn.rollback()
+                yield Idle(self._position.offset())
+                time.sleep(self._poll_s)
+                continue
+            yield from self._window(self._next_from, max_lsn)
+            self._next_from = max_lsn.increment()
+            if not self._position.streamed or self._position.commit_lsn < max_lsn:
+                self._position = Db2Position(commit_lsn=max_lsn)
+            # End the read transaction: Db2 cannot take a table out of capture mode under it.
+            self._conn.rollback()
+            yield Idle(self._position.offset())
+
+    def acknowledge(self, offset: Any) -> None:
+        """Nothing to confirm on the server: the change tables are read, never consumed."""
+
+    def close(self) -> None:
+        self._conn.close()
+
+    # -- one window --------------------------------------------------------------------------
+
+    def _max_lsn(self) -> Lsn | None:
+        rows = self._conn.query(self._statements.max_lsn)
+        if not rows or rows[0][0] is None:
+            if not self._warned_no_lsn:
+                log.warning(
+                    "no maximum LSN in %s.IBMSNAP_REGISTER yet: is the ASN capture agent "
+                    "running? Start it with VALUES ASNCDC.ASNCDCSERVICES('start','asncdc')",
+                    self._statements.control_schema,
+                )
+                self._warned_no_lsn = True
+            return None
+        return Lsn.of(rows[0][0])
+
+    def _window(self, first: Lsn, last: Lsn) -> Iterator[Event]:
+        ts_ms = time.time_ns() // 1_000_000
+        yield from self._refresh_registrations()
+        streams = []
+        for registration in self._registrations.values():
+            names, rows = self._conn.open(
+                sql.changes(registration.cd_schema, registration.cd_table),
+                (first.value, last.value),
+                fetch_size=self._fetch_size,
+            )
+            yield from self._columns_seen(registration.table, names)
+            streams.append(self._table_changes(registration, names, rows))
+        transaction: list[Change] = []
+        for change in heapq.merge(*streams, key=lambda c: (c.commit, c.intent)):
+            if (change.commit, change.intent) <= self._done:
+                continue
+            if transaction and change.commit != transaction[0].commit:
+                yield from self._transaction(transaction, ts_ms)
+                transaction = []
+            transaction.append(change)
+        if transaction:
+            yield from self._transaction(transaction, ts_ms)
+
+    def _table_changes(
+        self, registration: tables.Registration, names: list[str], rows: Iterator[tuple[Any, ...]]
+    ) -> Iterator[Change]:
+        """One CD table's changes in LSN order, updates paired."""
+        table = registration.table
+        decoder = self._structures.decoder(table)
+        if decoder is None:
+            raise FatalError(
+                f"{table} is in capture mode but its structure is in neither the schema history "
+                "nor the catalog; use snapshot.mode=recovery to rebuild the schema history"
+            )
+        layout = decoder.layout(names)
+        opcode, commit_at, intent_at = (
+            names.index("OPCODE"), names.index("IBMSNAP_COMMITSEQ"),
+            names.index("IBMSNAP_INTENTSEQ"),
+        )  # fmt: skip
+        stop = registration.stop.value if registration.stop is not None else None
+        before: tuple[Any, ...] | None = None
+        for row in rows:
+            commit = bytes(row[commit_at]).rjust(16, b"\0")
+            if stop is not None and commit >= stop:
+                continue
+            code = row[opcode]
+            values = decoder.values(row, layout)
+            if code == sql.UPDATE_BEFORE:
+                before = values
+                continue
+            intent = bytes(row[intent_at]).rjust(16, b"\0")
+            if code == sql.UPDATE_AFTER:
+                if before is None:
+                    raise FatalError(
+                        f"the change table {registration.cd_table} has an update's after image "
+                        f"at {Lsn(commit)} without its before image"
+                    )
+                yield Change(commit, intent, table, Op.UPDATE, before, values, 2)
+                before = None
+            elif code == sql.INSERT:
+                yield Change(commit, intent, table, Op.CREATE, None, values, 1)
+            elif code == sql.DELETE:
+                yield Change(commit, intent, table, Op.DELETE, values, None, 1)
+
+    def _transaction(self, changes: list[Change], ts_ms: int) -> Iterator[Event]:
+        commit = Lsn(changes[0].commit)
+        tx_id = str(commit)
+        first = changes[0]
+        yield TxBegin(tx_id, self._source(first, ts_ms))
+        source: dict[str, Any] = {}
+        for change in changes:
+            schema = self._structures.schema(change.table)
+            assert schema is not None
+            source = self._source(change, ts_ms)
+            yield RowChange(schema, change.op, change.before, change.after, source, tx_id)
+        last = changes[-1]
+        self._position = Db2Position(
+            commit_lsn=commit, change_lsn=Lsn(last.intent), event_serial_no=last.serial
+        )
+        self._done = (last.commit, last.intent)
+        yield TxCommit(tx_id, self._position.offset(), source)
+
+    def _source(self, change: Change, ts_ms: int) -> dict[str, Any]:
+        return self._block.block(
+            ts_ms=ts_ms,
+            table=change.table,
+            commit_lsn=Lsn(change.commit),
+            change_lsn=Lsn(change.intent),
+        )
+
+    # -- registrations and structures --------------------------------------------------------
+
+    def _refresh_registrations(self) -> Iterator[SchemaChange]:
+        """Tables entering capture mode or registered again: their structure, if new."""
+        found = {
+            table: registration
+            for table, registration in tables.registrations(self._conn, self._statements).items()
+            if self._captures(table)
+        }
+        for table, registration in found.items():
+            known = self._registrations.get(table)
+            if known is None or (known.cd_table, known.start) != (
+                registration.cd_table,
+                registration.start,
+            ):
+                if known is not None:
+                    log.info(
+                        "%s was registered again for capture (%s)", table, registration.cd_table
+                    )
+                yield from self._reread(table)
+        for table in self._registrations.keys() - found.keys():
+            log.info("%s left capture mode: its changes are no longer read", table)
+            self._columns.pop(table, None)
+        self._registrations = found
+
+    def _columns_seen(self, table: TableId, names: list[str]) -> Iterator[SchemaChange]:
+        """A CD table whose columns changed (the online procedure): re-read the structure."""
+        columns = tuple(n for n in names if n not in ASN_COLUMNS)
+        previous = self._columns.get(table)
+        self._columns[table] = columns
+        if previous is not None and previous != columns:
+            log.info("the change table of %s has new columns %s", table, columns)
+            yield from self._reread(table)
+
+    def _reread(self, table: TableId) -> Iterator[SchemaChange]:
+        """The table's structure from the catalog, recorded when it differs from the model."""
+        current = tables.read_structure(self._conn, table)
+        known = self._structures.structure(table)
+        if current is None or current == known:
+            return
+        kind = TableChangeType.CREATE if known is None else TableChangeType.ALTER
+        change = TableChange(kind, current)
+        self._structures.replay([change])
+        position = self._position
+        source = self._block.block(
+            ts_ms=time.time_ns() // 1_000_000,
+            table=table,
+            commit_lsn=position.commit_lsn,
+            change_lsn=position.change_lsn,
+        )
+        yield SchemaChange(
+            database=self._block.database,
+            schema=table.schema,
+            ddl="",
+            changes=(change,),
+            source=source,
+            offset=position.offset(),
+        )
+
+    # -- the agent ---------------------------------------------------------------------------
+
+    def _check_agent(self, now: float) -> None:
+        """Raise when the agent's heartbeat has not moved for longer than it may."""
+        agent = self._agent
+        if now - agent.checked < agent.check_every_s:
+            return
+        agent.checked = now
+        rows = self._conn.query(self._statements.agent_progress)
+        if not rows:
+            raise FatalError(
+                f"{self._statements.control_schema}.IBMSNAP_REGISTER has no global row: the ASN "
+                "control tables are incomplete; create them with asncdctables.sql (docs/db2.md)"
+            )
+        agent.observe((rows[0][0], rows[0][1]), now)
+        stalled = agent.stalled_for(now)
+        if stalled > agent.timeout_s:
+            raise RetriableError(
+                f"the ASN capture agent is not running: its heartbeat (SYNCHTIME "
+                f"{rows[0][1]} in {self._statements.control_schema}.IBMSNAP_REGISTER) has not "
+                f"moved for {stalled:.0f}s, so committed changes are not reaching the change "
+                "tables. Start it: VALUES ASNCDC.ASNCDCSERVICES('start','asncdc')"
+            )
