@@ -15,6 +15,7 @@ from __future__ import annotations
 import enum
 import importlib
 import logging
+import os
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -197,7 +198,7 @@ def sqlcode(error: BaseException) -> int | None:
 def describe_error(error: BaseException, *, password: str = "") -> str:
     """The driver's message as one sentence, without its ``[IBM][CLI Driver]`` prefix and
     never with the password in it."""
-    text = re.sub(r"^(\[[^\]]*\])+\s*", "", str(error).strip())
+    text = re.sub(r"^(\w+::\w+:\s*)?(\[[^\]]*\])+\s*", "", str(error).strip())
     if password:
         text = text.replace(password, "****")
     return sentence(text)
@@ -346,6 +347,11 @@ class StatementError(FatalError):
 def connect(endpoint: Endpoint, driver: Driver | None = None) -> Connection:
     """A connection (autocommit off), or an error naming what to fix."""
     driver = driver or load_driver(endpoint.driver)
+    if endpoint.ssl_ca and not os.access(endpoint.ssl_ca, os.R_OK):
+        raise FatalError(
+            f"{endpoint.describe()}: the CA certificate database.ssl.ca={endpoint.ssl_ca} cannot "
+            "be read; mount it (spec.source.db2.caSecretName) or fix the path"
+        )
     try:
         conn = driver.connect(endpoint)
     except driver.errors as error:
