@@ -93,6 +93,24 @@ def test_unsigned_integers_widen_to_the_next_connect_type(
     assert column.convert(largest) == largest
 
 
+@pytest.mark.parametrize(
+    ("type_name", "jdbc", "signed_reading", "value"),
+    [
+        ("TINYINT UNSIGNED", TINYINT, -1, 255),
+        ("SMALLINT UNSIGNED", SMALLINT, -32768, 32768),
+        ("MEDIUMINT UNSIGNED", INTEGER, -1, 16777215),
+        ("INT UNSIGNED ZEROFILL", INTEGER, -1294967296, 3000000000),
+    ],
+)
+def test_a_signed_binlog_reading_of_an_unsigned_integer_is_corrected_as_debezium_does(
+    type_name: str, jdbc: int, signed_reading: int, value: int
+) -> None:
+    """Without binlog_row_metadata=FULL the library reads every integer signed."""
+    column = _column(type_name, jdbc)
+    assert column.convert(signed_reading) == value
+    assert column.convert(value) == value
+
+
 def test_unsigned_bigint_is_a_java_long_by_default_so_large_values_wrap() -> None:
     column = _column("BIGINT UNSIGNED", BIGINT)
     assert column.schema == {"type": "int64", "optional": True}

@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import queue
+import re
 import struct
 import threading
 from collections.abc import Callable, Mapping
@@ -56,6 +57,17 @@ log = logging.getLogger(__name__)
 MARIADB_STANDALONE = 0x01
 #: Server errors that mean the requested position is no longer in the binlog.
 PURGED_ERRORS = (1236,)
+#: MariaDB's ER_SLAVE_SAME_ID (10.6+): another replica connected with our server id.
+SAME_SERVER_ID_ERRORS = (4052,)
+#: What the server says to a binlog connection it drops because another replica connected
+#: with the same server id. MySQL (error 1236, ER_MASTER_FATAL_ERROR_READING_BINLOG): "A slave
+#: with the same server_uuid/server_id as this slave has connected to the master" (8.0.26+:
+#: "A replica with the same server_uuid/server_id as this replica has connected to the
+#: source"); MariaDB (4052): "A slave with the same server_uuid/server_id is already
+#: connected".
+_SAME_SERVER_ID: Final = re.compile(
+    r"(slave|replica) with the same server_uuid/server_id", re.IGNORECASE
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +169,7 @@ class BinlogReader:
         annotate: bool = False,
     ) -> None:
         gtid_start = start.gtids is not None and (mariadb or bool(start.gtids))
+        self._server_id = server_id
         self._reader = BinLogStreamReader(
             connection_settings=dict(settings),
             server_id=server_id,
@@ -232,7 +245,7 @@ class BinlogReader:
                     return
         except BaseException as error:
             if not self._stopping.is_set():
-                self._put(_Failed(_translated(error)))
+                self._put(_Failed(_translated(error, self._server_id)))
 
     def _put(self, item: BinlogItem | _Failed) -> bool:
         """Queue ``item``; when the queue is full, first wait until the pipeline took half of
@@ -701,9 +714,26 @@ def _bit(bits: int, size: int) -> _Reader:
     return read
 
 
-def _translated(error: BaseException) -> BaseException:
-    """The reader's failure as the engine's error: a purged position is fatal and names the
-    snapshot mode that recovers; a lost connection is retriable."""
+def server_id_clash(message: str) -> bool:
+    """Whether the server dropped the binlog connection because another replica connected
+    with our server id."""
+    return _SAME_SERVER_ID.search(message) is not None
+
+
+def _translated(error: BaseException, server_id: int) -> BaseException:
+    """The reader's failure as the engine's error: another replica with our server id and a
+    purged position are fatal and name their fix; a lost connection is retriable."""
+    if isinstance(error, pymysql.err.MySQLError):
+        code = error.args[0] if error.args else None
+        message = str(error.args[1]) if len(error.args) > 1 else str(error)
+        if code in SAME_SERVER_ID_ERRORS or server_id_clash(message):
+            return FatalError(
+                f"the server dropped the binlog connection because another replica connected "
+                f"with the same server id, database.server.id={server_id} ({code}: {message}). "
+                "Give this connector a database.server.id unique among all of the server's "
+                "replicas (and other connectors): two of them would keep disconnecting each "
+                "other"
+            )
     if isinstance(error, pymysql.err.OperationalError | pymysql.err.InternalError):
         code = error.args[0] if error.args else None
         message = str(error.args[1]) if len(error.args) > 1 else str(error)

@@ -7,7 +7,12 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from cdcflow.capture.connectors.mysql.connection import Connection, query
+from cdcflow.capture.connectors.mysql.connection import (
+    Connection,
+    ServerError,
+    query,
+    query_named,
+)
 from cdcflow.capture.errors import FatalError
 
 log = logging.getLogger(__name__)
@@ -75,6 +80,51 @@ def check_server_id(info: ServerInfo, ours: int) -> None:
             f"database.server.id={ours} is the server's own server_id: choose another "
             "(unique among all the server's replicas)"
         )
+
+
+#: MySQL 8.0.22 renamed SHOW SLAVE HOSTS to SHOW REPLICAS (and its columns).
+SHOW_REPLICAS_SINCE = (8, 0, 22)
+
+
+def replica_listing(info: ServerInfo) -> str:
+    """The statement that lists the server's registered replicas."""
+    if not info.mariadb and _version(info.version) >= SHOW_REPLICAS_SINCE:
+        return "SHOW REPLICAS"
+    return "SHOW SLAVE HOSTS"
+
+
+def check_replicas(conn: Connection, info: ServerInfo, ours: int) -> None:
+    """No replica registered with the server may use our server id: the server would drop
+    one of the two binlog connections whenever the other connects (as Debezium, fail at
+    start instead). Only replicas that set ``report_host`` are listed, so a clash can still
+    surface later, as the server's error on the binlog connection (see
+    :func:`cdcflow.capture.connectors.mysql.binlog.server_id_clash`). A user not allowed to
+    list replicas skips this check."""
+    statement = replica_listing(info)
+    try:
+        replicas = query_named(conn, statement)
+    except ServerError as error:
+        log.info("cannot list the server's replicas (%s): %s", statement, error)
+        return
+    for replica in replicas:
+        server_id = replica.get("server_id")
+        if server_id is None or int(server_id) != ours:
+            continue
+        host, port = replica.get("host") or "?", replica.get("port") or "?"
+        uuid = replica.get("replica_uuid") or replica.get("slave_uuid")
+        who = f"{host}:{port}" + (f" (uuid {uuid})" if uuid else "")
+        raise FatalError(
+            f"database.server.id={ours} is already used by the replica at {who} ({statement}): "
+            "two replicas with one server id make the server drop one of their binlog "
+            "connections whenever the other connects. Choose a database.server.id unique "
+            "among all of the server's replicas (and other connectors)"
+        )
+
+
+def _version(text: str) -> tuple[int, ...]:
+    """``8.0.36-log`` → (8, 0, 36)."""
+    found = re.match(r"(\d+)\.(\d+)\.(\d+)", text)
+    return tuple(int(part) for part in found.groups()) if found else ()
 
 
 def check_privileges(conn: Connection, user: str) -> None:

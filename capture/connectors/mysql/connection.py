@@ -21,6 +21,9 @@ log = logging.getLogger(__name__)
 
 Connection = pymysql.connections.Connection
 
+#: Any error the server (or the connection to it) raises.
+ServerError = pymysql.err.MySQLError
+
 ACCESS_DENIED = 1045
 UNKNOWN_DATABASE = 1049
 CANNOT_CONNECT = (2002, 2003, 2006, 2013)
@@ -114,6 +117,14 @@ def query(conn: Connection, statement: str, args: Sequence[Any] | None = None) -
     with conn.cursor() as cursor:
         cursor.execute(statement, args)
         return list(cursor.fetchall())
+
+
+def query_named(conn: Connection, statement: str) -> list[dict[str, Any]]:
+    """All rows of ``statement``, each keyed by its lowercased column names."""
+    with conn.cursor() as cursor:
+        cursor.execute(statement)
+        names = [str(column[0]).lower() for column in cursor.description or ()]
+        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
 
 def execute(conn: Connection, statement: str, args: Sequence[Any] | None = None) -> int:

@@ -101,6 +101,7 @@ class MySqlConnector:
         self._conn = connect(self.endpoint)
         self._info = checks.server_info(self.conn)
         checks.check_server_id(self.info, self.properties.database_server_id)
+        checks.check_replicas(self.conn, self.info, self.properties.database_server_id)
         checks.check_privileges(self.conn, self.endpoint.user)
         self.structures.use_charsets(tables.charsets(self.conn))
         self._read_signal_table()

@@ -202,7 +202,8 @@ def _unsigned(*names: str) -> tuple[str, ...]:
 
 
 _UNSIGNED_TINYINT: Final = _unsigned("TINYINT", "INT1")
-_UNSIGNED_SMALLINT: Final = _unsigned("SMALLINT", "INT2", "MEDIUMINT", "INT3", "MIDDLEINT")
+_UNSIGNED_SMALLINT: Final = _unsigned("SMALLINT", "INT2")
+_UNSIGNED_MEDIUMINT: Final = _unsigned("MEDIUMINT", "INT3", "MIDDLEINT")
 _UNSIGNED_INT: Final = _unsigned("INT", "INTEGER", "INT4")
 _UNSIGNED_BIGINT: Final = _unsigned("BIGINT", "INT8")
 _FLOAT_NAMES: Final = ("FLOAT", "FLOAT UNSIGNED", "FLOAT UNSIGNED ZEROFILL")
@@ -783,6 +784,33 @@ def _integer(bits: int) -> _Builder:
     return build
 
 
+def _to_unsigned(bits: int, stored: int, value: Any) -> int | None:
+    """An unsigned column's value: a negative one is the binlog's signed reading of the
+    ``stored``-bit number (the library reads every integer signed when the TABLE_MAP's
+    signedness is not applied, as with MySQL 8's default ``binlog_row_metadata=MINIMAL``),
+    corrected as Debezium's ``MySqlUnsignedIntegerConverter`` corrects it."""
+    if value is None:
+        return None
+    if type(value) is int and 0 <= value < 1 << stored:
+        return value
+    number = int(value)
+    return _to_int(bits, number + (1 << stored) if number < 0 else number)
+
+
+def _unsigned_integer(bits: int, *, stored: int) -> _Builder:
+    """int16/int32/int64 of an unsigned TINYINT/SMALLINT/MEDIUMINT/INT of ``stored`` bits."""
+    schema_type = f"int{bits}"
+
+    def build(structure: ColumnStructure, options: TypeOptions) -> _Mapping:
+        return _Mapping(
+            ConnectSpec(schema_type, partial(_to_unsigned, bits, stored)),
+            0,
+            partial(_integer_default, bits),
+        )
+
+    return build
+
+
 def _unsigned_bigint(structure: ColumnStructure, options: TypeOptions) -> _Mapping:
     if options.bigint_unsigned_handling_mode == "precise":
         spec = encoders.decimal_schema(_unsigned_bigint_precise, 0, precision=20)
@@ -969,9 +997,10 @@ _BY_NAME: Final[tuple[tuple[Callable[[str], bool], _Builder], ...]] = (
     (_name_is("YEAR"), _year_type),
     (_name_is("ENUM"), _enum_type),
     (_name_is("SET"), _set_type),
-    (_name_is(*_UNSIGNED_TINYINT), _integer(16)),
-    (_name_is(*_UNSIGNED_SMALLINT), _integer(32)),
-    (_name_is(*_UNSIGNED_INT), _integer(64)),
+    (_name_is(*_UNSIGNED_TINYINT), _unsigned_integer(16, stored=8)),
+    (_name_is(*_UNSIGNED_SMALLINT), _unsigned_integer(32, stored=16)),
+    (_name_is(*_UNSIGNED_MEDIUMINT), _unsigned_integer(32, stored=24)),
+    (_name_is(*_UNSIGNED_INT), _unsigned_integer(64, stored=32)),
     (_name_is(*_UNSIGNED_BIGINT), _unsigned_bigint),
     (_is_float32, _float_by_name),
     (_name_is("VECTOR"), _vector_type),
