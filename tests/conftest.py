@@ -12,6 +12,7 @@ pytest_plugins = [
     "tests.plugins.fix_node",
     "tests.plugins.fix_mariadb",
     "tests.plugins.fix_postgres",
+    "tests.plugins.fix_db2",
     "tests.plugins.fix_capture",
     "tests.plugins.fix_conformance",
     "tests.plugins.fix_connect",

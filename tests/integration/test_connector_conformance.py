@@ -160,8 +160,9 @@ def test_skipped_operations_u_emits_no_update_events(driver: ConnectorDriver) ->
     ids=["skipped-none", "handling-include"],
 )
 def test_truncate_emits_one_keyless_t_event_per_table_when_enabled(
-    driver: ConnectorDriver, config: dict[str, str]
+    truncating_driver: ConnectorDriver, config: dict[str, str]
 ) -> None:
+    driver = truncating_driver
     a, b = driver.table("ta"), driver.table("tb")
     driver.create_table(a)
     driver.create_table(b)
@@ -179,7 +180,8 @@ def test_truncate_emits_one_keyless_t_event_per_table_when_enabled(
         assert event.value["schema"]["name"] == f"{driver.name}.{driver.topic(name)}.Envelope"
 
 
-def test_truncate_is_skipped_by_default(driver: ConnectorDriver) -> None:
+def test_truncate_is_skipped_by_default(truncating_driver: ConnectorDriver) -> None:
+    driver = truncating_driver
     table = driver.table("tskip")
     driver.create_table(table)
     running = driver.start([table], **PLAIN)

@@ -11,7 +11,7 @@ and Db2 connectors join by adding a driver to :data:`DRIVERS`.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import pytest
@@ -20,6 +20,7 @@ from cdcflow.capture.connector_resource import CdcConnector
 from cdcflow.capture.credentials import Login
 from tests.plugins.fix_capture import CaptureHarness, Event, RunningEngine
 from tests.services import mariadb
+from tests.services.db2_emulation import DRIVER_NAME, Db2Emulation
 from tests.services.mariadb import MariaDbServer
 
 Row = tuple[int, str | None]
@@ -106,7 +107,7 @@ class PostgresDriver(StandardStatements):
 
     kind = "postgresql"
     full_before_images = False  # REPLICA IDENTITY DEFAULT: old rows carry the key only
-    modes_streaming_from_now = ("never", "no_data")
+    modes_streaming_from_now: tuple[str, ...] = ("never", "no_data")
 
     def __init__(self, capture: CaptureHarness) -> None:
         self.capture = capture
@@ -161,7 +162,8 @@ class MariaDbDriver(StandardStatements):
 
     kind = "mariadb"
     full_before_images = True  # binlog_row_image=FULL: old rows carry every column
-    modes_streaming_from_now = ("no_data",)  # `never` reads the binlog from its start
+    # `never` reads the binlog from its start
+    modes_streaming_from_now: tuple[str, ...] = ("no_data",)
 
     def __init__(self, capture: CaptureHarness, server: MariaDbServer) -> None:
         self.capture = capture
@@ -246,28 +248,165 @@ class MariaDbDriver(StandardStatements):
             assert event.payload["source"]["gtid"] == begin["id"]
 
 
+class Db2Driver:
+    """The Db2 connector (``spec.source.db2``) on the test suite's emulation of Db2's ASN
+    capture (tests/services/db2_emulation: no Db2 server can run here), or on a real Db2
+    when ``CDCFLOW_DB2_DSN`` is set. Identifiers are quoted, so the same statements run on
+    both; tables live in ``DB2INST1`` and are put in capture mode with ``ASNCDC.ADDTABLE``."""
+
+    kind = "db2"
+    full_before_images = True  # CD tables hold whole rows
+    modes_streaming_from_now: tuple[str, ...] = ("no_data",)
+    schema = "DB2INST1"
+
+    def __init__(self, capture: CaptureHarness, db2: Db2Emulation) -> None:
+        self.capture = capture
+        self.db2 = db2
+
+    @property
+    def name(self) -> str:
+        return self.capture.name
+
+    def table(self, stem: str) -> str:
+        return self.capture.table(stem)
+
+    def topic(self, table: str) -> str:
+        return f"{self.schema}.{table}"
+
+    def _qualified(self, table: str) -> str:
+        return f'"{self.schema}"."{table}"'
+
+    def create_table(self, table: str, rows: tuple[Row, ...] = ()) -> None:
+        self.db2.execute(
+            f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"',
+            f'CREATE TABLE {self._qualified(table)} ("id" INTEGER NOT NULL PRIMARY KEY, '
+            '"v" VARCHAR(200))',
+        )
+        if rows:
+            self.db2.execute(self.insert(table, *rows))
+        self.db2.add_table(self.schema, table)
+
+    def insert(self, table: str, *rows: Row) -> str:
+        values = ", ".join(f"({row_id}, {_literal(value)})" for row_id, value in rows)
+        return f"INSERT INTO {self._qualified(table)} VALUES {values}"
+
+    def update(self, table: str, row_id: int, value: str) -> str:
+        return f'UPDATE {self._qualified(table)} SET "v" = {_literal(value)} WHERE "id" = {row_id}'
+
+    def delete(self, table: str, row_id: int) -> str:
+        return f'DELETE FROM {self._qualified(table)} WHERE "id" = {row_id}'
+
+    def change_key(self, table: str, old: int, new: int) -> str:
+        return f'UPDATE {self._qualified(table)} SET "id" = {new} WHERE "id" = {old}'
+
+    def truncate(self, *tables: str) -> str:
+        raise AssertionError("ASN capture does not capture TRUNCATE; Db2 emits no t events")
+
+    def run(self, *statements: str) -> None:
+        for statement in statements:
+            self.db2.execute(statement)
+
+    def run_atomically(self, *statements: str) -> None:
+        self.db2.execute_atomically(*statements)
+
+    def start(self, tables: list[str], **config: Any) -> RunningEngine:
+        return self.capture.start(self.resource(tables, **config), login=self.db2.login)
+
+    @property
+    def source(self) -> dict[str, Any]:
+        """``spec.source.db2`` of the emulation."""
+        server = self.db2.server
+        return {"db2": {"host": server.host, "port": server.port, "database": self.db2.database}}
+
+    def resource(self, tables: list[str], **config: Any) -> CdcConnector:
+        """The CdcConnector of a ``db2`` source on ``tables`` with the test defaults."""
+        properties = {
+            "topic.prefix": self.name,
+            "table.include.list": ",".join(f"{self.schema}\\.{table}" for table in tables),
+            "schema.history.internal": "io.debezium.storage.file.history.FileSchemaHistory",
+            "schema.history.internal.file.filename": str(self.capture.workdir / "history.jsonl"),
+            "offset.flush.interval.ms": 200,
+            "poll.interval.ms": 100,
+            "db2.driver": DRIVER_NAME,
+            **config,
+        }
+        return CdcConnector.model_validate(
+            {
+                "apiVersion": "cdcflow.io/v1alpha1",
+                "kind": "CdcConnector",
+                "metadata": {"name": self.name.replace("_", "-")},
+                "spec": {
+                    "source": self.source,
+                    "kafka": {"bootstrapServers": self.capture.kafka.bootstrap_servers},
+                    "config": properties,
+                },
+            }
+        )
+
+    def wait_for_events(self, table: str, predicate: Callable[[list[Event]], bool]) -> list[Event]:
+        return self.capture.wait_for_events(self.topic(table), predicate)
+
+    def events_of(self, topic_suffix: str, predicate: Callable[[list[Event]], bool]) -> list[Event]:
+        return self.capture.wait_for_events(topic_suffix, predicate)
+
+    def check_source(self, source: dict[str, Any], table: str) -> None:
+        assert source["connector"] == "db2"
+        assert (source["db"], source["schema"], source["table"]) == (
+            self.db2.database,
+            self.schema,
+            table,
+        )
+        lsn = r"[0-9a-f]{8}:[0-9a-f]{8}:[0-9a-f]{16}"
+        assert re.fullmatch(lsn, source["commit_lsn"])
+        assert source["change_lsn"] is None or re.fullmatch(lsn, source["change_lsn"])
+
+    def check_transaction_ids(self, begin: dict[str, Any], events: list[Event]) -> None:
+        # A Db2 transaction is named by its commit LSN.
+        for event in events:
+            assert event.payload["transaction"]["id"] == begin["id"]
+            assert event.payload["source"]["commit_lsn"] == begin["id"]
+
+
 def _literal(value: str | None) -> str:
     return "NULL" if value is None else "'" + value.replace("'", "''") + "'"
 
 
-DRIVERS = ("postgresql", "mariadb")
+DRIVERS = ("postgresql", "mariadb", "db2")
 """The connector kinds the conformance suite runs against."""
+TRUNCATING_DRIVERS = ("postgresql", "mariadb")
+"""The kinds whose log carries TRUNCATE (Db2's ASN capture does not capture it)."""
+
+
+def _driver(request: pytest.FixtureRequest, kind: str) -> ConnectorDriver:
+    capture = request.getfixturevalue("capture")
+    if kind == "postgresql":
+        return PostgresDriver(capture)
+    if kind == "mariadb":
+        return MariaDbDriver(capture, request.getfixturevalue("mariadb_server"))
+    if kind == "db2":
+        return Db2Driver(capture, request.getfixturevalue("db2_emulation"))
+    raise AssertionError(f"no conformance driver for {kind}")
 
 
 @pytest.fixture(params=DRIVERS)
-def driver(request: pytest.FixtureRequest) -> Iterator[ConnectorDriver]:
+def driver(request: pytest.FixtureRequest) -> ConnectorDriver:
     """A driver for each connector kind (its services start once per session)."""
-    if request.param == "postgresql":
-        yield PostgresDriver(request.getfixturevalue("capture"))
-    elif request.param == "mariadb":
-        yield MariaDbDriver(
-            request.getfixturevalue("capture"), request.getfixturevalue("mariadb_server")
-        )
-    else:  # pragma: no cover - every kind in DRIVERS has a branch
-        raise AssertionError(f"no conformance driver for {request.param}")
+    return _driver(request, request.param)
+
+
+@pytest.fixture(params=TRUNCATING_DRIVERS)
+def truncating_driver(request: pytest.FixtureRequest) -> ConnectorDriver:
+    """A driver for each connector kind that captures TRUNCATE."""
+    return _driver(request, request.param)
 
 
 @pytest.fixture
 def maria(capture: CaptureHarness, mariadb_server: MariaDbServer) -> MariaDbDriver:
     """The MariaDB driver alone, for the binlog connector's own tests."""
     return MariaDbDriver(capture, mariadb_server)
+
+
+@pytest.fixture
+def db2(capture: CaptureHarness, db2_emulation: Db2Emulation) -> Db2Driver:
+    """The Db2 driver alone, for the Db2 connector's own tests."""
+    return Db2Driver(capture, db2_emulation)

@@ -235,11 +235,12 @@ class Connection:
     def query_named(
         self, sql: str, params: Sequence[Any] = ()
     ) -> tuple[list[str], list[tuple[Any, ...]]]:
-        """The column names (upper case) and every row of ``sql``."""
+        """The column names (as stored: Db2 keeps the case of delimited names) and every
+        row of ``sql``."""
         names: list[str] = []
 
         def fetch(cursor: DbApiCursor) -> list[tuple[Any, ...]]:
-            names.extend(str(d[0]).upper() for d in cursor.description or ())
+            names.extend(str(d[0]) for d in cursor.description or ())
             return [tuple(row) for row in cursor.fetchall()]
 
         return names, self._run(sql, params, fetch)
@@ -262,7 +263,7 @@ class Connection:
         except self.driver.errors as error:
             cursor.close()
             raise self._translate(error, sql) from None
-        names = [str(d[0]).upper() for d in cursor.description or ()]
+        names = [str(d[0]) for d in cursor.description or ()]
         return names, self._fetch(cursor, sql, fetch_size)
 
     def _fetch(self, cursor: DbApiCursor, sql: str, fetch_size: int) -> Iterator[tuple[Any, ...]]:

@@ -1,0 +1,269 @@
+"""The emulation's DB-API driver: psycopg 3 dressed as IBM's ``ibm_db_dbi``.
+
+The Db2 connector loads it through ``db2.driver=tests.services.db2_emulation.driver:DRIVER``.
+It keeps to what :class:`cdcflow.capture.connectors.db2.connection.Driver` promises:
+
+* connections with autocommit off, isolation set per connection;
+* queries (``SELECT``/``WITH``/``VALUES``) run on server-side cursors, so ``fetchmany`` streams
+  a large window instead of loading it, and several may be open on one connection at once;
+* errors read like ibm_db's: ``[IBM][CLI Driver][DB2/LINUXX8664] SQL0204N  … SQLSTATE=42704
+  SQLCODE=-204``, with PostgreSQL's SQLSTATE mapped to the Db2 SQLSTATE and SQLCODE that Db2
+  would give, and never the password.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+import psycopg
+from psycopg import pq
+
+from cdcflow.capture.connectors.db2.connection import (
+    DbApiConnection,
+    Dialect,
+    Endpoint,
+    Isolation,
+)
+
+PREFIX = "[IBM][CLI Driver][DB2/LINUXX8664]"
+
+
+class Error(Exception):
+    """PEP 249's ``Error``: every failure of this driver, worded like ibm_db's."""
+
+
+class DatabaseError(Error):
+    """A statement or the server failed."""
+
+
+class OperationalError(DatabaseError):
+    """The connection failed (login, network, missing database)."""
+
+
+@dataclass(frozen=True)
+class Db2Code:
+    """What Db2 says for a failure: its SQLSTATE, SQLCODE and message number."""
+
+    sqlstate: str
+    sqlcode: int
+
+    def message(self, text: str) -> str:
+        """ibm_db's wording: prefix, ``SQLnnnnN``, text, SQLSTATE and SQLCODE."""
+        number = f"SQL{abs(self.sqlcode):04d}N"
+        return f"{PREFIX} {number}  {text}  SQLSTATE={self.sqlstate} SQLCODE={self.sqlcode}"
+
+
+#: PostgreSQL SQLSTATE → what Db2 reports for the same failure.
+STATEMENT_CODES: dict[str, Db2Code] = {
+    "42P01": Db2Code("42704", -204),  # undefined table
+    "42704": Db2Code("42704", -204),  # undefined object
+    "3F000": Db2Code("42704", -204),  # undefined schema
+    "42883": Db2Code("42884", -440),  # undefined function
+    "42703": Db2Code("42703", -206),  # undefined column
+    "42501": Db2Code("42501", -551),  # insufficient privilege
+    "55P03": Db2Code("40001", -911),  # lock not available (lock timeout)
+    "40P01": Db2Code("40001", -911),  # deadlock
+    "40001": Db2Code("40001", -911),  # serialization failure
+    "23505": Db2Code("23505", -803),  # unique violation
+    "23502": Db2Code("23502", -407),  # not null violation
+    "23503": Db2Code("23503", -530),  # foreign key violation
+    "42601": Db2Code("42601", -104),  # syntax error
+    "22P02": Db2Code("22018", -420),  # invalid text representation
+    "22003": Db2Code("22003", -413),  # numeric value out of range
+    "57014": Db2Code("57014", -952),  # query canceled
+    "57P01": Db2Code("08001", -30081),  # admin shutdown
+    "08006": Db2Code("08001", -30081),  # connection failure
+    "08003": Db2Code("08003", -900),  # connection does not exist
+}
+LOGIN_REFUSED = Db2Code("08001", -30082)
+UNREACHABLE = Db2Code("08001", -30081)
+NO_DATABASE = Db2Code("08004", -1013)
+GENERIC = Db2Code("58004", -1)
+
+_LOGIN_FAILURE = re.compile(
+    r"password authentication failed|role .* does not exist|no password supplied|"
+    r"authentication failed",
+    re.IGNORECASE,
+)
+_NO_DATABASE = re.compile(r'database ".*" does not exist', re.IGNORECASE)
+
+
+def statement_code(sqlstate: str | None) -> Db2Code:
+    """The Db2 code of a statement failure with PostgreSQL's ``sqlstate``."""
+    if sqlstate is None:
+        return UNREACHABLE
+    return STATEMENT_CODES.get(sqlstate) or Db2Code(sqlstate, GENERIC.sqlcode)
+
+
+def connect_code(error: psycopg.Error) -> Db2Code:
+    """The Db2 code of a failed connection attempt."""
+    text = str(error)
+    if error.sqlstate in ("28P01", "28000") or _LOGIN_FAILURE.search(text):
+        return LOGIN_REFUSED
+    if error.sqlstate == "3D000" or _NO_DATABASE.search(text):
+        return NO_DATABASE
+    return UNREACHABLE
+
+
+def _one_line(text: str, password: str) -> str:
+    flat = " ".join(text.split())
+    return flat.replace(password, "****") if password else flat
+
+
+def translate(error: psycopg.Error, *, password: str = "") -> DatabaseError:
+    """A psycopg failure of a statement as ibm_db would raise it."""
+    code = statement_code(error.sqlstate)
+    return DatabaseError(code.message(_one_line(str(error), password)))
+
+
+_QUERY = re.compile(r"^\s*(\(\s*)*(SELECT|WITH|VALUES)\b", re.IGNORECASE)
+_LOCKING = re.compile(r"\bFOR\s+(UPDATE|SHARE|NO\s+KEY\s+UPDATE|KEY\s+SHARE)\b", re.IGNORECASE)
+_names = itertools.count(1)
+
+
+def streams_rows(statement: str) -> bool:
+    """Whether ``statement`` is a read whose rows a server-side cursor can stream."""
+    return bool(_QUERY.match(statement)) and not _LOCKING.search(statement)
+
+
+class Cursor:
+    """A PEP 249 cursor: queries on a server-side cursor, anything else on a client one."""
+
+    def __init__(self, conn: psycopg.Connection[Any], password: str) -> None:
+        self._conn = conn
+        self._password = password
+        self._cursor: psycopg.Cursor[Any] | psycopg.ServerCursor[Any] | None = None
+        self.arraysize = 1
+
+    @property
+    def description(self) -> Sequence[Sequence[Any]] | None:
+        return self._cursor.description if self._cursor is not None else None
+
+    @property
+    def rowcount(self) -> int:
+        return self._cursor.rowcount if self._cursor is not None else -1
+
+    def execute(self, operation: str, parameters: Sequence[Any] = ()) -> Cursor:
+        self._release()
+        try:
+            if streams_rows(operation):
+                self._cursor = self._conn.cursor(name=f"db2emu_{next(_names)}")
+            else:
+                self._cursor = self._conn.cursor()
+            self._cursor.execute(cast(Any, operation), tuple(parameters) or None)
+        except psycopg.Error as error:
+            raise translate(error, password=self._password) from None
+        return self
+
+    def fetchone(self) -> tuple[Any, ...] | None:
+        return cast("tuple[Any, ...] | None", self._call(lambda c: c.fetchone()))
+
+    def fetchmany(self, size: int = 0) -> list[tuple[Any, ...]]:
+        count = size or self.arraysize
+        return cast("list[tuple[Any, ...]]", self._call(lambda c: c.fetchmany(count)))
+
+    def fetchall(self) -> list[tuple[Any, ...]]:
+        return cast("list[tuple[Any, ...]]", self._call(lambda c: c.fetchall()))
+
+    def close(self) -> None:
+        self._release()
+
+    def _call(self, fetch: Any) -> Any:
+        if self._cursor is None:
+            raise Error("no statement was executed on this cursor")
+        try:
+            return fetch(self._cursor)
+        except psycopg.Error as error:
+            raise translate(error, password=self._password) from None
+
+    def _release(self) -> None:
+        """Close the previous statement's cursor (a server cursor in an aborted or finished
+        transaction is already gone)."""
+        cursor, self._cursor = self._cursor, None
+        if cursor is None:
+            return
+        with contextlib.suppress(psycopg.Error):
+            cursor.close()
+
+
+class Connection:
+    """A PEP 249 connection over one psycopg connection (autocommit off)."""
+
+    def __init__(self, conn: psycopg.Connection[Any], password: str) -> None:
+        self.raw = conn
+        self._password = password
+
+    def cursor(self) -> Cursor:
+        if self.raw.closed:
+            raise DatabaseError(UNREACHABLE.message("the connection is closed"))
+        return Cursor(self.raw, self._password)
+
+    def commit(self) -> None:
+        self._run(self.raw.commit)
+
+    def rollback(self) -> None:
+        self._run(self.raw.rollback)
+
+    def close(self) -> None:
+        self.raw.close()
+
+    def _run(self, action: Any) -> None:
+        try:
+            action()
+        except psycopg.Error as error:
+            raise translate(error, password=self._password) from None
+
+
+_ISOLATION = {
+    Isolation.READ_UNCOMMITTED: psycopg.IsolationLevel.READ_UNCOMMITTED,
+    Isolation.READ_COMMITTED: psycopg.IsolationLevel.READ_COMMITTED,
+    Isolation.REPEATABLE_READ: psycopg.IsolationLevel.REPEATABLE_READ,
+    Isolation.SERIALIZABLE: psycopg.IsolationLevel.SERIALIZABLE,
+}
+
+
+class EmulationDriver:
+    """The :class:`~cdcflow.capture.connectors.db2.connection.Driver` of the emulation."""
+
+    dialect = Dialect.POSTGRESQL
+    paramstyle = "format"
+    errors: tuple[type[Exception], ...] = (Error,)
+
+    def connect(self, endpoint: Endpoint) -> DbApiConnection:
+        """A connection with autocommit off; failures carry Db2's SQLCODE."""
+        try:
+            conn = psycopg.connect(
+                host=endpoint.host,
+                port=endpoint.port,
+                dbname=endpoint.database,
+                user=endpoint.user,
+                password=endpoint.password,
+                connect_timeout=max(1, int(endpoint.connect_timeout_s)),
+                sslmode="require" if endpoint.ssl else "prefer",
+                autocommit=False,
+            )
+        except psycopg.Error as error:
+            code = connect_code(error)
+            text = _one_line(str(error), endpoint.password)
+            raise OperationalError(code.message(text)) from None
+        return Connection(conn, endpoint.password)
+
+    def set_isolation(self, conn: DbApiConnection, isolation: Isolation) -> None:
+        """The isolation of the connection's next transactions (as ibm_db's set_option)."""
+        raw = cast(Connection, conn).raw
+        try:
+            if raw.info.transaction_status == pq.TransactionStatus.IDLE:
+                raw.isolation_level = _ISOLATION[isolation]
+            else:
+                level = _ISOLATION[isolation].name.replace("_", " ")
+                raw.execute(cast(Any, f"SET TRANSACTION ISOLATION LEVEL {level}"))
+        except psycopg.Error as error:
+            raise translate(error) from None
+
+
+DRIVER = EmulationDriver()
