@@ -1,5 +1,6 @@
 """The Db2 connector's own behaviours, on the emulation of Db2's ASN capture
-(tests/services/db2_emulation: no Db2 server can run here) and a real Kafka: snapshot and
+(tests/services/db2_emulation: no Db2 server can run here; a real Db2 for the portable tests
+when ``CDCFLOW_DB2_DSN`` names one) and a real Kafka: snapshot and
 isolation modes, update pairing, cross-table commit order, restarts mid-stream, schema changes
 by re-registration, the agent's heartbeat, missing privileges, every type of the seed, and
 incremental snapshots under concurrent writes."""
@@ -212,8 +213,9 @@ def test_the_offline_procedure_re_registers_the_table_with_its_new_structure(
 
 
 def test_a_stopped_capture_agent_is_reported_and_streaming_resumes_when_it_runs_again(
-    db2: Db2Driver,
+    emulated_db2: Db2Driver,
 ) -> None:
+    db2 = emulated_db2
     table = db2.table("agent")
     db2.create_table(table)
     emulation = db2.db2
@@ -235,7 +237,10 @@ def test_a_stopped_capture_agent_is_reported_and_streaming_resumes_when_it_runs_
     assert _ops(events) == [("c", {"id": 1})]
 
 
-def test_a_user_without_select_on_the_asn_tables_is_told_what_to_grant(db2: Db2Driver) -> None:
+def test_a_user_without_select_on_the_asn_tables_is_told_what_to_grant(
+    emulated_db2: Db2Driver,
+) -> None:
+    db2 = emulated_db2
     table = db2.table("grant")
     db2.create_table(table)
     db2.run(
@@ -271,7 +276,10 @@ TYPED_VALUES = (
 )
 
 
-def test_every_type_has_debeziums_value_in_snapshot_and_stream_alike(db2: Db2Driver) -> None:
+def test_every_type_has_debeziums_value_in_snapshot_and_stream_alike(
+    emulated_db2: Db2Driver,
+) -> None:
+    db2 = emulated_db2
     table = db2.table("types")
     source = db2._qualified(table)
     db2.run(
@@ -342,8 +350,9 @@ def _writer(db2: Db2Driver, table: str, stop: threading.Event) -> None:
 
 
 def test_incremental_snapshot_under_concurrent_writes_reproduces_the_table(
-    db2: Db2Driver,
+    emulated_db2: Db2Driver,
 ) -> None:
+    db2 = emulated_db2
     table, signal = db2.table("big"), db2.table("signal")
     source, signals = db2._qualified(table), db2._qualified(signal)
     db2.run(

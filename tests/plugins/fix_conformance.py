@@ -19,8 +19,9 @@ import pytest
 from cdcflow.capture.connector_resource import CdcConnector
 from cdcflow.capture.credentials import Login
 from tests.plugins.fix_capture import CaptureHarness, Event, RunningEngine
+from tests.plugins.fix_db2 import Db2Server
 from tests.services import mariadb
-from tests.services.db2_emulation import DRIVER_NAME, Db2Emulation
+from tests.services.db2_emulation import Db2Emulation
 from tests.services.mariadb import MariaDbServer
 
 Row = tuple[int, str | None]
@@ -259,7 +260,7 @@ class Db2Driver:
     modes_streaming_from_now: tuple[str, ...] = ("no_data",)
     schema = "DB2INST1"
 
-    def __init__(self, capture: CaptureHarness, db2: Db2Emulation) -> None:
+    def __init__(self, capture: CaptureHarness, db2: Db2Server) -> None:
         self.capture = capture
         self.db2 = db2
 
@@ -277,8 +278,8 @@ class Db2Driver:
         return f'"{self.schema}"."{table}"'
 
     def create_table(self, table: str, rows: tuple[Row, ...] = ()) -> None:
+        self.db2.ensure_schema(self.schema)
         self.db2.execute(
-            f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"',
             f'CREATE TABLE {self._qualified(table)} ("id" INTEGER NOT NULL PRIMARY KEY, '
             '"v" VARCHAR(200))',
         )
@@ -312,12 +313,6 @@ class Db2Driver:
     def start(self, tables: list[str], **config: Any) -> RunningEngine:
         return self.capture.start(self.resource(tables, **config), login=self.db2.login)
 
-    @property
-    def source(self) -> dict[str, Any]:
-        """``spec.source.db2`` of the emulation."""
-        server = self.db2.server
-        return {"db2": {"host": server.host, "port": server.port, "database": self.db2.database}}
-
     def resource(self, tables: list[str], **config: Any) -> CdcConnector:
         """The CdcConnector of a ``db2`` source on ``tables`` with the test defaults."""
         properties = {
@@ -327,7 +322,7 @@ class Db2Driver:
             "schema.history.internal.file.filename": str(self.capture.workdir / "history.jsonl"),
             "offset.flush.interval.ms": 200,
             "poll.interval.ms": 100,
-            "db2.driver": DRIVER_NAME,
+            **self.db2.driver_properties,
             **config,
         }
         return CdcConnector.model_validate(
@@ -336,7 +331,7 @@ class Db2Driver:
                 "kind": "CdcConnector",
                 "metadata": {"name": self.name.replace("_", "-")},
                 "spec": {
-                    "source": self.source,
+                    "source": self.db2.source,
                     "kafka": {"bootstrapServers": self.capture.kafka.bootstrap_servers},
                     "config": properties,
                 },
@@ -384,7 +379,7 @@ def _driver(request: pytest.FixtureRequest, kind: str) -> ConnectorDriver:
     if kind == "mariadb":
         return MariaDbDriver(capture, request.getfixturevalue("mariadb_server"))
     if kind == "db2":
-        return Db2Driver(capture, request.getfixturevalue("db2_emulation"))
+        return Db2Driver(capture, request.getfixturevalue("db2_server"))
     raise AssertionError(f"no conformance driver for {kind}")
 
 
@@ -407,6 +402,14 @@ def maria(capture: CaptureHarness, mariadb_server: MariaDbServer) -> MariaDbDriv
 
 
 @pytest.fixture
-def db2(capture: CaptureHarness, db2_emulation: Db2Emulation) -> Db2Driver:
-    """The Db2 driver alone, for the Db2 connector's own tests."""
+def db2(capture: CaptureHarness, db2_server: Db2Server) -> Db2Driver:
+    """The Db2 driver alone, for the Db2 connector's own tests (on a real Db2 when
+    ``CDCFLOW_DB2_DSN`` names one)."""
+    return Db2Driver(capture, db2_server)
+
+
+@pytest.fixture
+def emulated_db2(capture: CaptureHarness, db2_emulation: Db2Emulation) -> Db2Driver:
+    """The Db2 driver on the emulation, for tests that reach into it (its agent, its
+    PostgreSQL roles and domains)."""
     return Db2Driver(capture, db2_emulation)

@@ -95,6 +95,21 @@ class Db2Emulation:
         """The user the connector logs in as."""
         return Login(self.server.superuser, self.server.superuser_password)
 
+    @property
+    def source(self) -> dict[str, Any]:
+        """``spec.source`` of a CdcConnector on the emulation."""
+        return {
+            "db2": {"host": self.server.host, "port": self.server.port, "database": self.database}
+        }
+
+    @property
+    def driver_properties(self) -> dict[str, str]:
+        """The connector properties that name the emulation's driver."""
+        return {"db2.driver": DRIVER_NAME}
+
+    def ensure_schema(self, schema: str) -> None:
+        self.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+
     def query(self, statement: str, params: tuple[Any, ...] | None = None) -> list[tuple[Any, ...]]:
         """The rows of a query run as the superuser."""
         with psycopg.connect(self.dsn(), autocommit=True) as conn:
