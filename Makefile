@@ -41,6 +41,7 @@ bench: setup
 	$(BIN)/python -m bench.spark_apply
 	$(BIN)/python -m bench.commit_latency
 	$(BIN)/python -m bench.mysql_throughput
+	$(BIN)/python -m bench.db2_throughput
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

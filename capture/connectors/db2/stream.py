@@ -176,16 +176,25 @@ class ChangeStream:
             )
             yield from self._columns_seen(registration.table, names)
             streams.append(self._table_changes(registration, names, rows))
-        transaction: list[Change] = []
+        # Transactions stream: a large one is never held in memory.
+        previous: Change | None = None
+        tx_id, source = "", dict[str, Any]()
         for change in heapq.merge(*streams, key=lambda c: (c.commit, c.intent)):
             if (change.commit, change.intent) <= self._done:
                 continue
-            if transaction and change.commit != transaction[0].commit:
-                yield from self._transaction(transaction, ts_ms)
-                transaction = []
-            transaction.append(change)
-        if transaction:
-            yield from self._transaction(transaction, ts_ms)
+            if previous is not None and change.commit != previous.commit:
+                yield self._end(previous, tx_id, source)
+                previous = None
+            if previous is None:
+                tx_id = str(Lsn(change.commit))
+                yield TxBegin(tx_id, self._source(change, ts_ms, tx_id))
+            schema = self._structures.schema(change.table)
+            assert schema is not None
+            source = self._source(change, ts_ms, tx_id)
+            yield RowChange(schema, change.op, change.before, change.after, source, tx_id)
+            previous = change
+        if previous is not None:
+            yield self._end(previous, tx_id, source)
 
     def _table_changes(
         self, registration: tables.Registration, names: list[str], rows: Iterator[tuple[Any, ...]]
@@ -228,31 +237,19 @@ class ChangeStream:
             elif code == sql.DELETE:
                 yield Change(commit, intent, table, Op.DELETE, values, None, 1)
 
-    def _transaction(self, changes: list[Change], ts_ms: int) -> Iterator[Event]:
-        commit = Lsn(changes[0].commit)
-        tx_id = str(commit)
-        first = changes[0]
-        yield TxBegin(tx_id, self._source(first, ts_ms))
-        source: dict[str, Any] = {}
-        for change in changes:
-            schema = self._structures.schema(change.table)
-            assert schema is not None
-            source = self._source(change, ts_ms)
-            yield RowChange(schema, change.op, change.before, change.after, source, tx_id)
-        last = changes[-1]
+    def _end(self, last: Change, tx_id: str, source: dict[str, Any]) -> TxCommit:
+        """The commit of the transaction whose last change is ``last``."""
         self._position = Db2Position(
-            commit_lsn=commit, change_lsn=Lsn(last.intent), event_serial_no=last.serial
+            commit_lsn=Lsn(last.commit), change_lsn=Lsn(last.intent), event_serial_no=last.serial
         )
         self._done = (last.commit, last.intent)
-        yield TxCommit(tx_id, self._position.offset(), source)
+        return TxCommit(tx_id, self._position.offset(), source)
 
-    def _source(self, change: Change, ts_ms: int) -> dict[str, Any]:
-        return self._block.block(
-            ts_ms=ts_ms,
-            table=change.table,
-            commit_lsn=Lsn(change.commit),
-            change_lsn=Lsn(change.intent),
-        )
+    def _source(self, change: Change, ts_ms: int, commit_text: str) -> dict[str, Any]:
+        source = self._block.block(ts_ms=ts_ms, table=change.table, commit_lsn=None)
+        source["commit_lsn"] = commit_text
+        source["change_lsn"] = str(Lsn(change.intent))
+        return source
 
     # -- registrations and structures --------------------------------------------------------
 

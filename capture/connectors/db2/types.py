@@ -22,7 +22,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime, time
-from decimal import Decimal, InvalidOperation
+from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, Context, Decimal, InvalidOperation
 from functools import partial
 from typing import Any, Final, Literal
 
@@ -74,8 +74,16 @@ def _plain(value: Decimal) -> str:
     return text[1:] if value == 0 and text.startswith("-") else text
 
 
+#: Decimal arithmetic that never rounds.
+_EXACT: Final = Context(prec=MAX_PREC, Emax=MAX_EMAX, Emin=MIN_EMIN)
+
+
 def _decimal_precise(scale: int, value: Any) -> str:
-    unscaled, found = encoders.decimal_parts(_as_decimal(value))
+    number = _as_decimal(value)
+    shifted = number.scaleb(scale, _EXACT)
+    if shifted.is_finite() and shifted == shifted.to_integral_value():
+        return encoders.unscaled_bytes(int(shifted))  # the common case: no digit past the scale
+    unscaled, found = encoders.decimal_parts(number)
     # withScaleAdjustedIfNeeded: a value of a smaller scale is padded to the column's.
     return encoders.decimal_bytes(unscaled, found, target_scale=max(scale, found))
 
