@@ -218,6 +218,7 @@ class Engine:
         attempt, came_up = 0, False
         wait = self.properties.retriable_restart_connector_wait_ms / 1000
         while not self.stop.is_set():
+            committed = self.stats.offsets_committed
             try:
                 self._run_once()
                 return
@@ -229,6 +230,8 @@ class Engine:
                 limit = self.properties.errors_max_retries
                 if not came_up and self.stats.phase == "starting":
                     raise FatalError(str(error)) from None
+                if self.stats.offsets_committed > committed:
+                    attempt = 0  # it worked again in between: this is a new outage (Debezium)
                 attempt += 1
                 if 0 <= limit < attempt:
                     raise

@@ -768,3 +768,27 @@ def test_slot_is_confirmed_only_up_to_what_kafka_acknowledged(capture: CaptureHa
     saved = orjson.loads(capture.offsets_path.read_bytes())["value"]
     assert int(confirmed) == saved["lsn"]
     assert saved["lsn"] > 0
+
+
+def test_an_existing_all_tables_publication_is_warned_about_the_writes_it_blocks(
+    capture: CaptureHarness, caplog: pytest.LogCaptureFixture
+) -> None:
+    table, keyless = capture.table("pubbed"), capture.table("keyless")
+    publication = f"{capture.name}_all"
+    capture.sql(f"CREATE TABLE {table} (id int PRIMARY KEY)")
+    try:
+        # Created by someone else, before a keyless table appeared: PostgreSQL now refuses
+        # that table's UPDATE and DELETE, and every start says so.
+        capture.sql(
+            f"CREATE PUBLICATION {publication} FOR ALL TABLES",
+            f"CREATE TABLE {keyless} (note text)",
+        )
+        resource = capture.resource([table], **{"publication.name": publication})
+        with caplog.at_level("WARNING"):
+            running = capture.start(resource)
+            running.stop()
+    finally:
+        capture.sql(f"DROP PUBLICATION IF EXISTS {publication}", f"DROP TABLE {keyless}")
+
+    warning = next(r.getMessage() for r in caplog.records if "FOR ALL TABLES" in r.getMessage())
+    assert f"public.{keyless}" in warning and "refuses UPDATE and DELETE" in warning

@@ -140,6 +140,27 @@ def test_a_clean_stop_commits_the_last_pending_position() -> None:
     assert journal[-3:] == ["flush", "save 10", "acknowledge 10"]
 
 
+def test_keepalives_and_small_transactions_never_force_a_commit_before_the_cadence(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _slow_clock(monkeypatch)  # one second per event: 600 events span ten minutes
+    journal = Journal()
+    pipeline, _, offsets = _pipeline(journal, **{"offset.flush.interval.ms": 60_000})
+    events: list[Event] = []
+    for n in range(100):
+        events += [*_transaction(str(n), 10 * n + 5, _row(Op.CREATE, n, "a")), Idle(
+            Offset({"pos": 10 * n + 9})
+        )]  # fmt: skip
+    source = ScriptedSource(journal, events)
+
+    pipeline.stream(source)
+
+    saved = [o.get("pos") for o in offsets.saved]
+    # 400 events a second apart: one commit per minute of them and one on the way out.
+    assert len(saved) == 400 // 60 + 1
+    assert saved[-1] == 999 and journal.count("flush") == len(saved)
+
+
 def test_skipped_operations_never_reach_the_sink_and_are_counted(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

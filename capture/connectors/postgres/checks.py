@@ -86,26 +86,45 @@ def check_select(
         )
 
 
+def _tables_without_identity(conn: psycopg.Connection[tuple[Any, ...]]) -> tuple[int, str]:
+    """How many tables have no replica identity, and their names (the first few)."""
+    names = [f"{schema}.{table}" for schema, table in conn.execute(ALL_TABLES_WITHOUT_IDENTITY_SQL)]
+    shown = ", ".join(names[:IDENTITY_LIST_LIMIT])
+    more = len(names) - IDENTITY_LIST_LIMIT
+    return len(names), shown + (f" and {more} more" if more > 0 else "")
+
+
 def refuse_breaking_writes(conn: psycopg.Connection[tuple[Any, ...]], publication: str) -> None:
     """Before ``CREATE PUBLICATION … FOR ALL TABLES``: stop if that would make PostgreSQL
     refuse UPDATE and DELETE on tables without a replica identity, captured or not."""
-    rows = conn.execute(ALL_TABLES_WITHOUT_IDENTITY_SQL).fetchall()
-    if not rows:
+    count, shown = _tables_without_identity(conn)
+    if not count:
         return
-    names = [f"{schema}.{table}" for schema, table in rows]
-    shown = ", ".join(names[:IDENTITY_LIST_LIMIT])
-    more = (
-        f" and {len(names) - IDENTITY_LIST_LIMIT} more" if len(names) > IDENTITY_LIST_LIMIT else ""
-    )
     raise FatalError(
         f"publication.autocreate.mode=all_tables would create publication {publication} FOR ALL "
-        f"TABLES, and PostgreSQL would then refuse UPDATE and DELETE on {len(names)} table(s) "
-        f"without a replica identity (no primary key, or REPLICA IDENTITY NOTHING): {shown}"
-        f"{more}. That would break the application's writes, so nothing was created. Either set "
+        f"TABLES, and PostgreSQL would then refuse UPDATE and DELETE on {count} table(s) "
+        f"without a replica identity (no primary key, or REPLICA IDENTITY NOTHING): {shown}. "
+        "That would break the application's writes, so nothing was created. Either set "
         "publication.autocreate.mode=filtered (only the captured tables are published), or give "
         "those tables a primary key or `ALTER TABLE … REPLICA IDENTITY FULL`, or create the "
         "publication yourself. See docs/postgresql.md (Server setup)."
     )
+
+
+def warn_blocked_writes(conn: psycopg.Connection[tuple[Any, ...]], publication: str) -> None:
+    """At every start on an existing ``FOR ALL TABLES`` publication: tables created since (or
+    before it existed) without a replica identity have their UPDATE and DELETE refused."""
+    count, shown = _tables_without_identity(conn)
+    if count:
+        log.warning(
+            "publication %s is FOR ALL TABLES, so PostgreSQL refuses UPDATE and DELETE on %d "
+            "table(s) without a replica identity: %s. Give them a primary key or `ALTER TABLE "
+            "… REPLICA IDENTITY FULL`, or publish only the captured tables "
+            "(publication.autocreate.mode=filtered, after dropping the publication)",
+            publication,
+            count,
+            shown,
+        )
 
 
 def warn_missing_identity(

@@ -110,7 +110,7 @@ MESSAGE_KEY_SCHEMA: ConnectSchema = {
 }
 #: Seconds to wait for the walsender of a closed stream to release the slot before dropping it.
 SLOT_RELEASE_TIMEOUT_S = 10.0
-PUBLICATION_SQL = "SELECT pubviaroot FROM pg_publication WHERE pubname = %s"
+PUBLICATION_SQL = "SELECT pubviaroot, puballtables FROM pg_publication WHERE pubname = %s"
 PUBLISHED_TABLES_SQL = "SELECT schemaname, tablename FROM pg_publication_tables WHERE pubname = %s"
 USER_TABLES_SQL = """
 SELECT n.nspname, c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
@@ -249,6 +249,8 @@ class PostgresConnector:
                     str(bool(exists[0])).lower(),
                     str(via_root).lower(),
                 )
+            if exists[1]:
+                checks.warn_blocked_writes(self.conn, name)
             return
         if mode == "disabled":
             raise FatalError(
