@@ -89,8 +89,9 @@ class Stats:
 
     @property
     def ready(self) -> bool:
-        """Capturing and able to deliver: what ``/readyz`` answers."""
-        return self.phase in ("snapshot", "streaming") and not self.sink_error
+        """Capturing and able to deliver: what ``/readyz`` answers (not while a lost source or
+        Kafka is being retried)."""
+        return self.phase in ("snapshot", "streaming") and self.connected and not self.sink_error
 
     def status(self) -> dict[str, Any]:
         """The machine-readable ``/status`` document the operator reads."""

@@ -67,6 +67,9 @@ RETRIABLE_CODES = frozenset(
 FLUSH_SLICE_S = 1.0
 STATISTICS_INTERVAL_MS = 5_000
 CLOSE_TIMEOUT_S = 5.0
+#: A topic lookup's wait for an unreachable Kafka: short, so a stop is never held up long (the
+#: engine retries the lookup with its backoff).
+LOOKUP_TIMEOUT_S = 5.0
 
 
 class KafkaSink:
@@ -163,9 +166,14 @@ class KafkaSink:
     def ensure_topic(self, topic: str) -> None:
         """Create ``topic`` unless it exists (idempotent across processes)."""
         try:
-            metadata = self._admin.list_topics(topic=topic, timeout=30)
+            metadata = self._admin.list_topics(topic=topic, timeout=LOOKUP_TIMEOUT_S)
         except KafkaException as error:
-            raise RetriableError(f"cannot reach Kafka to look up topic {topic}: {error}") from None
+            problem = f"Kafka unreachable: cannot look up topic {topic}: {error.args[0].str()}"
+            if self._on_reachability is not None:
+                self._on_reachability(problem)
+            raise RetriableError(problem) from None
+        if self._on_reachability is not None:
+            self._on_reachability("")
         described = metadata.topics.get(topic)
         if described is None or described.error is not None:
             self._create(topic)

@@ -17,7 +17,7 @@ def _statistics(*states: str) -> str:
 
 
 def test_broker_statistics_drive_readiness_and_status() -> None:
-    stats = Stats(connector="orders", server="shop", phase="streaming")
+    stats = Stats(connector="orders", server="shop", phase="streaming", connected=True)
     sink = KafkaSink(
         bootstrap_servers="127.0.0.1:1", on_reachability=stats.sink_reachability
     )  # no broker there; the callbacks are fed by hand below
