@@ -8,7 +8,7 @@ Reasons are a stable CamelCase vocabulary documented in docs/operator.md.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from cdcflow.capture.connector_resource import SOURCE_KINDS, CdcConnector, default_port
@@ -26,8 +26,13 @@ class Observed:
     capture_error: str = ""
     restarts: int = 0
     halted: bool = False
+    #: the capture container's last exit while it is in CrashLoopBackOff: the connector failed
     termination: str = ""
+    #: an earlier exit of a container that runs (or starts) again: shown, not a failure
+    last_exit: str = ""
     rollout: str = ""
+    #: a child the API server refused (quota, admission webhook, ...): its kind, name, message
+    rejected: str = ""
     #: ``kind://host:port/database`` read from the raw spec, for the SOURCE column even when
     #: the spec as a whole is invalid
     raw_source: str = ""
@@ -62,6 +67,34 @@ def compute(observed: Observed) -> ConnectorStatus:
 
 
 def _compute(observed: Observed) -> ConnectorStatus:
+    status = _compute_summary(observed)
+    if not observed.last_exit or status.ready_reason in _WITHOUT_LAST_EXIT:
+        return status
+    # One earlier kill (OOMKilled, exit 137) of a container that runs again is not a failure:
+    # it is said next to whatever the connector does now, as `kubectl get pods` shows RESTARTS.
+    note = f" (earlier exit of the capture container: {observed.last_exit})"
+    conditions = [
+        replace(c, message=f"{c.message}{note}")
+        if c.type in ("Ready", "Reconciling", "Stalled") and c.message
+        else c
+        for c in status.conditions
+    ]
+    return replace(status, conditions=conditions)
+
+
+#: Ready reasons an earlier exit of the capture container says nothing about.
+_WITHOUT_LAST_EXIT = {
+    "InvalidConfig",
+    "SecretNotFound",
+    "ChildRejected",
+    "ConnectorPaused",
+    "ConnectorStopped",
+    "RestartLimitReached",
+    "ConnectorFailed",
+}
+
+
+def _compute_summary(observed: Observed) -> ConnectorStatus:
     if observed.resource is None:
         return ConnectorStatus(
             summary(
@@ -78,6 +111,14 @@ def _compute(observed: Observed) -> ConnectorStatus:
             ready=False, reason="SecretNotFound", message=message, reconciling=True
         )
         return ConnectorStatus(conditions, {**fields, "state": "WaitingForSecret"})
+    if observed.rejected:
+        # the spec passed the CRD, but the API server (a quota, an admission webhook, a limit
+        # the schema cannot check) refused a child: nothing runs until the spec or the cluster
+        # changes; every poll tries again
+        conditions = summary(
+            ready=False, reason="ChildRejected", message=observed.rejected, stalled=True
+        )
+        return ConnectorStatus(conditions, {**fields, "state": "Rejected"})
     if observed.halted and resource.spec.state == "running":
         message = (
             f"the capture container restarted {observed.restarts} times, more than "
@@ -95,8 +136,8 @@ def _compute(observed: Observed) -> ConnectorStatus:
         return ConnectorStatus(conditions, {**fields, "state": resource.spec.state.capitalize()})
     if observed.capture is None and observed.termination:
         message = (
-            f"the capture container failed ({observed.restarts} restarts so far); "
-            f"last exit: {observed.termination}"
+            f"the capture container is in CrashLoopBackOff ({observed.restarts} restarts so "
+            f"far); last exit: {observed.termination}"
         )
         conditions = summary(ready=False, reason="ConnectorFailed", message=message, stalled=True)
         return ConnectorStatus(conditions, {**fields, "state": "Failed"})
@@ -174,6 +215,19 @@ def _from_capture(capture: dict[str, Any], fields: dict[str, Any]) -> ConnectorS
             ready=False, reason="RuntimeNotReady", message=f"capture is {phase}", reconciling=True
         )
     snapshot_done = bool(snapshot.get("completed")) or phase == "streaming"
+    # The engine stays in phase "streaming" while it retries a lost source or Kafka: changes
+    # flow only when both answer (`kubectl wait --for=condition=Streaming` must not pass then).
+    kafka = capture.get("kafka") or {}
+    kafka_ok = kafka.get("connected", True) is not False and not kafka.get("lastError")
+    flowing = phase == "streaming" and bool(capture.get("connected")) and kafka_ok
+    if flowing:
+        flow = f"{detail['capture']['totalEventsSeen']} events, lag {detail['lag']}"
+    elif phase != "streaming":
+        flow = f"capture is {phase}"
+    elif not capture.get("connected"):
+        flow = f"the source is not connected: {last_error or 'reconnecting'}"
+    else:
+        flow = f"Kafka is not reachable: {kafka.get('lastError') or 'reconnecting'}"
     conditions += [
         Condition(
             "SnapshotCompleted",
@@ -183,9 +237,9 @@ def _from_capture(capture: dict[str, Any], fields: dict[str, Any]) -> ConnectorS
         ),
         Condition(
             "Streaming",
-            "True" if phase == "streaming" else "False",
-            "Streaming" if phase == "streaming" else "NotStreaming",
-            f"{detail['capture']['totalEventsSeen']} events, lag {detail['lag']}",
+            "True" if flowing else "False",
+            "Streaming" if flowing else "NotStreaming",
+            flow,
         ),
     ]
     return ConnectorStatus(conditions, detail)

@@ -34,8 +34,8 @@ from cdcflow.operator import (
     sink_children,
     sink_status,
 )
-from cdcflow.operator.conditions import find, merge, now, summary
-from cdcflow.operator.kube import Kube, load_configuration
+from cdcflow.operator.conditions import Condition, find, merge, now, summary
+from cdcflow.operator.kube import ChildRejectedError, Kube, apply_child, load_configuration
 from cdcflow.operator.signal_resource import CdcSnapshotSignal
 from cdcflow.sparkapps.config import SinkConfigError, parse_sink
 
@@ -198,7 +198,10 @@ def _connector_update(kube: Kube, body: kopf.Body) -> Update:
     )
     if resource is not None:
         update.finalizers = _finalizers(resource, body)
-        observed = _apply_connector(kube, resource, body, update)
+        try:
+            observed = _apply_connector(kube, resource, body, update)
+        except ChildRejectedError as rejected:
+            observed = connector_status.Observed(resource=resource, rejected=str(rejected))
     result = connector_status.compute(observed)
     fields = _cleared(connector_status.DETAIL_FIELDS) | result.fields
     update.status |= _status(kube, body, result.conditions, fields)
@@ -240,7 +243,7 @@ def _apply_connector(
     manifests = children.all_children(
         resource, uid=uid, secret_hash=secret_hash, halted=restart.halted
     )
-    applied = {manifest["kind"]: kube.apply(manifest) for manifest in manifests}
+    applied = {manifest["kind"]: apply_child(kube, manifest) for manifest in manifests}
     if restart.halted:
         return connector_status.Observed(resource=resource, restarts=restart.count, halted=True)
     update.status["secretHash"] = secret_hash
@@ -248,10 +251,14 @@ def _apply_connector(
     _reset_offsets(kube, resource, body, update)
     if resource.spec.state != "running":
         return connector_status.Observed(resource=resource)
+    # Stalled only while the kubelet backs the container off; an earlier exit of a container
+    # that runs or starts again (one OOM kill) is only said in the message.
+    crash_loop = restarts.crash_loop(pod)
     observed = connector_status.Observed(
         resource=resource,
         restarts=restart.count,
-        termination=restarts.last_termination(pod),
+        termination=crash_loop,
+        last_exit="" if crash_loop else restarts.last_termination(pod),
         rollout=children.rollout_pending(applied.get("StatefulSet")),
     )
     if observed.rollout:
@@ -272,7 +279,7 @@ def _reset_offsets(kube: Kube, resource: CdcConnector, body: kopf.Body, update: 
     job = children.offsets_reset_job(resource, uid=str(body.metadata.uid), request=wanted)
     current = kube.get("batch/v1", "Job", resource.metadata.namespace, job["metadata"]["name"])
     if current is None:
-        kube.apply(job)
+        apply_child(kube, job)
     elif (current.get("status") or {}).get("succeeded"):
         update.status["lastResetRequest"] = wanted
         kube.post_event(
@@ -308,16 +315,26 @@ def _deletion_step(kube: Kube, body: kopf.Body) -> None:
     if resource is None:
         done, message = True, f"invalid spec, nothing to clean: {error}"
     else:
-        done, message = _cleanup(kube, resource, str(body.metadata.uid))
+        try:
+            done, message = _cleanup(kube, resource, str(body.metadata.uid))
+        except ChildRejectedError as rejected:  # retried until the timeout below
+            done, message = False, str(rejected)
     deleted_at = str(body.metadata.get("deletionTimestamp") or now())
     if not done and signal_status.age_seconds(deleted_at) < CLEANUP_TIMEOUT_S:
-        # a connector on its way out is not Ready, whatever it was before
+        # a connector on its way out is not Ready nor Streaming, whatever it was before
         conditions = summary(
             ready=False, reason="CleanupRunning", message=message, reconciling=True
         )
+        conditions.append(
+            Condition("Streaming", "False", "NotStreaming", "the connector is being deleted")
+        )
+        fields = _cleared(connector_status.DETAIL_FIELDS) | {
+            "source": connector_status.raw_source(dict(body.get("spec") or {})),
+            "state": "Deleting",
+        }
         kube.patch_status(
             f"{GROUP}/{VERSION}", "CdcConnector", str(body.metadata.namespace),
-            str(body.metadata.name), _status(kube, body, conditions, {"state": "Deleting"}),
+            str(body.metadata.name), _status(kube, body, conditions, fields),
         )  # fmt: skip
         return
     if not done:
@@ -352,7 +369,7 @@ def _cleanup(kube: Kube, resource: CdcConnector, uid: str) -> tuple[bool, str]:
         return False, f"stopping the capture pod {capture}-0 before dropping its slot"
     current = kube.get("batch/v1", "Job", namespace, name)
     if current is None:
-        kube.apply(job)
+        apply_child(kube, job)
         return False, f"cleanup Job {name} started"
     status = current.get("status") or {}
     if status.get("succeeded"):
@@ -426,7 +443,11 @@ def reconcile_sink(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, **_: Any
 
 
 def _sink_update(kube: Kube, body: kopf.Body) -> Update:
-    result = sink_status.compute(_observe_sink(kube, body))
+    try:
+        observed = _observe_sink(kube, body)
+    except ChildRejectedError as rejected:
+        observed = sink_status.Observed(rejected=str(rejected))
+    result = sink_status.compute(observed)
     fields = _cleared(sink_status.DETAIL_FIELDS) | result.fields
     return Update(status=_status(kube, body, result.conditions, fields))
 
@@ -457,11 +478,11 @@ def _observe_sink(kube: Kube, body: kopf.Body) -> sink_status.Observed:
         return sink_status.Observed(spark_operator_missing=True)
     sink = sink_children.resolved(sink, connector)
     uid = str(body.metadata.uid)
-    kube.apply(sink_children.config_map(sink, uid=uid))
+    apply_child(kube, sink_children.config_map(sink, uid=uid))
     if sink.spec.state == "suspended":
         kube.delete(SPARK_API, "SparkApplication", namespace, sink_children.app_name(sink))
         return sink_status.Observed(suspended=True)
-    application = kube.apply(sink_children.spark_application(sink, uid=uid))
+    application = apply_child(kube, sink_children.spark_application(sink, uid=uid))
     return sink_status.Observed(application=application)
 
 

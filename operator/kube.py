@@ -8,6 +8,7 @@ owns the fields it sets on its children and nothing else.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import threading
 import time
@@ -21,6 +22,32 @@ from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
 FIELD_MANAGER = "cdcflow-operator"
 MISSING_RECHECK_S = 10.0
 JSON = dict[str, Any]
+#: Client errors that pass: a conflict, a timeout, throttling. The reconcile is retried.
+TRANSIENT_CLIENT_ERRORS = {408, 409, 429}
+
+
+class ChildRejectedError(Exception):
+    """The API server refused a child for a reason the CRD cannot check (a ResourceQuota, an
+    admission webhook, a limit of another kind's schema); the message is the API server's."""
+
+
+def rejection(error: client.ApiException) -> str | None:
+    """The API server's own message when ``error`` refuses the request for good (a 4xx other
+    than a conflict, a timeout or throttling), else None.
+
+    That is the ``message`` of the Status body the API server sent (e.g. ``exceeded quota:
+    ...`` or ``admission webhook ... denied the request: ...``), not the HTTP dump with headers
+    and body that ``str(error)`` gives.
+    """
+    status = int(error.status or 0)
+    if not 400 <= status < 500 or status in TRANSIENT_CLIENT_ERRORS:
+        return None
+    body = error.body.decode(errors="replace") if isinstance(error.body, bytes) else error.body
+    try:
+        message = json.loads(body or "").get("message")
+    except (ValueError, AttributeError):
+        message = None
+    return str(message or (body or "").strip()[:1024] or f"{status} {error.reason or ''}".strip())
 
 
 def load_configuration() -> client.ApiClient:
@@ -163,3 +190,16 @@ class Kube:
             for key, value in sorted((secret.data or {}).items()):
                 digest.update(f"{name}/{key}={value!s};".encode())
         return digest.hexdigest()[:16], missing
+
+
+def apply_child(kube: Kube, manifest: JSON) -> JSON:
+    """:meth:`Kube.apply`, raising :class:`ChildRejectedError` when the API server refuses the
+    child for good; other errors pass unchanged (the reconcile is retried)."""
+    try:
+        return kube.apply(manifest)
+    except client.ApiException as error:
+        message = rejection(error)
+        if message is None:
+            raise
+        kind, name = manifest.get("kind"), manifest["metadata"].get("name")
+        raise ChildRejectedError(f"the API server refused {kind} {name}: {message}") from error

@@ -64,21 +64,46 @@ def last_termination(pod: dict[str, Any] | None) -> str:
     The message is the container's termination log, or the tail of its output
     (``terminationMessagePolicy: FallbackToLogsOnError``); empty when it never failed.
     """
-    statuses = ((pod or {}).get("status") or {}).get("containerStatuses") or []
-    for status in statuses:
-        if status.get("name") != "capture":
-            continue
+    for status in _capture_statuses(pod):
         for state in (status.get("state") or {}, status.get("lastState") or {}):
             terminated = state.get("terminated") or {}
             if terminated and int(terminated.get("exitCode") or 0) != 0:
-                message = str(terminated.get("message") or "").strip()
-                reason = terminated.get("reason") or "Error"
-                code = terminated.get("exitCode")
-                return f"{reason} (exit code {code}): {message}".strip().rstrip(":")
+                return _exit_text(terminated)
+    return ""
+
+
+def _capture_statuses(pod: dict[str, Any] | None) -> list[dict[str, Any]]:
+    statuses = ((pod or {}).get("status") or {}).get("containerStatuses") or []
+    return [s for s in statuses if s.get("name") == "capture"]
+
+
+def _exit_text(terminated: dict[str, Any]) -> str:
+    message = str(terminated.get("message") or "").strip()
+    reason = terminated.get("reason") or (
+        "Completed" if not terminated.get("exitCode") else "Error"
+    )
+    code = terminated.get("exitCode")
+    return f"{reason} (exit code {code}): {message}".strip().rstrip(":")
+
+
+def crash_loop(pod: dict[str, Any] | None) -> str:
+    """The capture container's last exit while it waits in ``CrashLoopBackOff``, else empty.
+
+    Only a container the kubelet keeps backing off is a failed connector (Stalled). One
+    earlier exit — an OOM kill, exit 137 — of a container that runs or starts again is not:
+    :func:`last_termination` still tells it, for the message.
+    """
+    for status in _capture_statuses(pod):
+        waiting = (status.get("state") or {}).get("waiting") or {}
+        if waiting.get("reason") != "CrashLoopBackOff":
+            continue
+        terminated = (status.get("lastState") or {}).get("terminated") or {}
+        if not terminated:
+            return str(waiting.get("message") or "CrashLoopBackOff")
+        return _exit_text(terminated)
     return ""
 
 
 def container_restarts(pod: dict[str, Any] | None) -> int:
     """Restarts of the capture container of a Pod object (0 when there is no pod)."""
-    statuses = ((pod or {}).get("status") or {}).get("containerStatuses") or []
-    return sum(int(s.get("restartCount") or 0) for s in statuses if s.get("name") == "capture")
+    return sum(int(s.get("restartCount") or 0) for s in _capture_statuses(pod))

@@ -49,6 +49,9 @@ class Observed:
     capture: dict[str, Any] | None = None
     #: the signal table had this id already when this resource first sent it
     ran_before: bool = False
+    #: notifications the capture pod held for this id when this resource inserted it: those
+    #: of an earlier run (its rows deleted from the signal table, the resource re-created)
+    events_before: int = 0
 
 
 def signal_id(signal: CdcSnapshotSignal) -> str:
@@ -111,7 +114,21 @@ def deliver(observed: Observed, *, now: str) -> Observed:
         )
     except capture_client.CaptureUnreachableError as error:
         return replace(observed, send_error=str(error), capture=capture)
-    return replace(observed, signaled=True, sent_time=now, capture=capture, ran_before=not inserted)
+    # The capture pod may still hold notifications of an earlier run of the same id (its rows
+    # were deleted from the signal table so that it runs again): only later ones count.
+    before = len(_entry(capture, observed.uid).get("events") or []) if inserted else 0
+    return replace(
+        observed,
+        signaled=True,
+        sent_time=now,
+        capture=capture,
+        ran_before=not inserted,
+        events_before=before,
+    )
+
+
+def _entry(capture: dict[str, Any] | None, uid: str) -> dict[str, Any]:
+    return dict(((capture or {}).get("signals") or {}).get(uid) or {})
 
 
 def _rejection(observed: Observed) -> tuple[str, str] | None:
@@ -163,6 +180,8 @@ def compute(observed: Observed) -> SignalStatus:
         fields["sentTime"] = observed.sent_time
     if observed.ran_before or observed.previous.get("ranBefore"):
         fields["ranBefore"] = True
+    if skipped := _events_before(observed):
+        fields["notificationsBefore"] = skipped
     signaled = Condition("Signaled", "True", "SignalInserted", f"signal id {observed.uid}")
     succeeded, progress = _outcome(observed)
     fields["progress"] = progress
@@ -177,10 +196,14 @@ def compute(observed: Observed) -> SignalStatus:
 
 def _outcome(observed: Observed) -> tuple[Condition, dict[str, Any]]:
     assert observed.signal is not None
-    entry = ((observed.capture or {}).get("signals") or {}).get(observed.uid) or {}
+    entry = _entry(observed.capture, observed.uid)
     events = list(entry.get("events") or [])
-    progress = _progress(events)
     state = str(entry.get("status") or "")
+    skipped = _events_before(observed)
+    if skipped and len(events) >= skipped:  # fewer: the capture pod restarted and forgot them
+        events = events[skipped:]
+        state = str(events[-1].get("type") or "") if events else ""
+    progress = _progress(events)
     action = observed.signal.spec.action
     if observed.ran_before or observed.previous.get("ranBefore"):
         message = (
@@ -198,6 +221,10 @@ def _outcome(observed: Observed) -> tuple[Condition, dict[str, Any]]:
         return Condition("Succeeded", "True", "NoSnapshotRunning", "nothing to do"), progress
     message = f"{progress['tablesCompleted']}/{progress['tablesTotal']} tables" if events else ""
     return Condition("Succeeded", "Unknown", "SnapshotInProgress", message), progress
+
+
+def _events_before(observed: Observed) -> int:
+    return observed.events_before or int(observed.previous.get("notificationsBefore") or 0)
 
 
 def _progress(events: list[dict[str, Any]]) -> dict[str, Any]:

@@ -3,8 +3,9 @@
 Maps the Spark operator's ``applicationState.state`` onto Ready/Reconciling/Stalled with the
 reasons ``ApplicationRunning``, ``ApplicationCompleted``, ``ApplicationSubmitting``,
 ``PendingRerun``, ``ApplicationFailed``, ``SubmissionFailed``, ``Suspended``, plus
-``SparkOperatorMissing``, ``ConnectorNotFound`` and ``InvalidConfig`` for what stops it
-earlier, and an ``ApplicationSubmitted`` condition.
+``SparkOperatorMissing``, ``ConnectorNotFound``, ``InvalidConfig`` and ``ChildRejected`` (the
+API server refused the ConfigMap or the SparkApplication) for what stops it earlier, and an
+``ApplicationSubmitted`` condition.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ class Observed:
     spark_operator_missing: bool = False
     suspended: bool = False
     application: dict[str, Any] | None = None
+    #: a child the API server refused (quota, admission webhook, ...): its kind, name, message
+    rejected: str = ""
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,11 @@ def compute(observed: Observed) -> SinkStatus:
         message = f"no CdcConnector {observed.connector_missing} in this namespace"
         return SinkStatus(
             summary(ready=False, reason="ConnectorNotFound", message=message, stalled=True), {}
+        )
+    if observed.rejected:
+        return SinkStatus(
+            summary(ready=False, reason="ChildRejected", message=observed.rejected, stalled=True),
+            {},
         )
     if observed.spark_operator_missing:
         message = "the SparkApplication kind (sparkoperator.k8s.io/v1beta2) is not installed"

@@ -45,6 +45,9 @@ CONDITIONS: JSON = {
 }
 OPEN_OBJECT: JSON = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
 MAX_CONNECTOR_NAME = 44
+#: The SparkApplication is <name>-sink, and the Spark operator puts its name into label values
+#: (sparkoperator.k8s.io/app-name on the driver and executors), which are at most 63 characters.
+MAX_SINK_NAME = 58
 #: Children are Services and pods named after the resource: a name with dots (fine for a
 #: custom resource) would make the API server refuse them, so it is refused up front.
 DNS_LABEL_NAME_RULE: JSON = {
@@ -234,6 +237,11 @@ def signal_crd() -> JSON:
                 "type": "boolean",
                 "description": "The same name and spec ran before; not run again.",
             },
+            "notificationsBefore": {
+                "type": "integer",
+                "description": "Notifications of an earlier run of the same signal id that the "
+                "capture pod still held when this one was inserted; they are not counted.",
+            },
         }
     )
     columns = [
@@ -288,7 +296,15 @@ def sink_crd() -> JSON:
         columns=columns,
     )
     root = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
-    root["x-kubernetes-validations"] = [DNS_LABEL_NAME_RULE]
+    root["x-kubernetes-validations"] = [
+        DNS_LABEL_NAME_RULE,
+        {
+            "rule": f"self.metadata.name.size() <= {MAX_SINK_NAME}",
+            "message": f"metadata.name must be at most {MAX_SINK_NAME} characters: the "
+            "SparkApplication is <name>-sink, and the Spark operator labels its pods with that "
+            "name; a label value is at most 63 characters",
+        },
+    ]
     return crd
 
 

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from cdcflow.capture.connector_resource import CdcConnector
+from cdcflow.operator import children, sink_children
 from cdcflow.operator.crd import files
 from cdcflow.operator.crd.definitions import all_crds
+from cdcflow.sparkapps.config import CdcSink
 
 CRDS = Path(__file__).resolve().parents[2] / "crds"
 
@@ -61,3 +65,51 @@ def test_no_password_field_exists_anywhere_in_the_schemas() -> None:
     for crd in all_crds().values():
         text = yaml.safe_dump(crd["spec"]["versions"][0]["schema"]).lower()
         assert "password:" not in text.replace("passwordkey", "")
+
+
+def test_paused_and_stopped_say_they_keep_no_capture_pod() -> None:
+    crd = yaml.safe_load((CRDS / "cdcflow.io_cdcconnectors.yaml").read_text())
+    spec = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    assert "no capture pod" in spec["properties"]["state"]["description"]  # kubectl explain
+
+
+def _longest_name(plural: str) -> int:
+    """The name length the CRD's CEL rule ``self.metadata.name.size() <= N`` allows."""
+    crd = yaml.safe_load((CRDS / f"cdcflow.io_{plural}.yaml").read_text())
+    root = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    rules = [rule["rule"] for rule in root.get("x-kubernetes-validations", [])]
+    limits = [re.fullmatch(r"self\.metadata\.name\.size\(\) <= (\d+)", r) for r in rules]
+    (limit,) = [int(match.group(1)) for match in limits if match]
+    return limit
+
+
+def test_the_longest_names_the_crds_allow_give_children_the_api_server_accepts() -> None:
+    """Label values (and Service names) are at most 63 characters: every name the CRD lets
+    through must make children within that, and one character more must not."""
+    longest = _longest_name("cdcconnectors")
+    connector = CdcConnector.model_validate(
+        {
+            "metadata": {"name": "c" * longest, "namespace": "shop"},
+            "spec": {"source": {"postgresql": {"host": "pg", "database": "shop"}}},
+        }
+    )
+    # the StatefulSet's pods carry controller-revision-hash=<statefulset>-<10 characters>
+    assert len(f"{children.child_name(connector)}-0123456789") == 63
+    longest = _longest_name("cdcsinks")
+    sink = CdcSink.model_validate(
+        {
+            "metadata": {"name": "s" * longest, "namespace": "shop"},
+            "spec": {
+                "connectorRef": {"name": "orders"},
+                "target": {"format": "delta", "path": "s3a://lake/t"},
+            },
+        }
+    )
+    # the Spark operator labels the driver and executors with the SparkApplication's name
+    assert len(sink_children.app_name(sink)) == 63
+    crd = yaml.safe_load((CRDS / "cdcflow.io_cdcsinks.yaml").read_text())
+    messages = [
+        r["message"]
+        for r in crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["x-kubernetes-validations"]
+    ]
+    assert any(f"at most {longest} characters" in message for message in messages)

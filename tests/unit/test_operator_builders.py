@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -185,6 +186,10 @@ def test_an_engine_that_lost_its_source_is_not_ready_and_says_why() -> None:
     ready = status.conditions[0]
     assert (ready.status, ready.reason) == ("False", "SourceUnavailable")
     assert 'password authentication failed for user "cdc"' in ready.message
+    # the engine's phase is still "streaming" while it retries: nothing flows, so no Streaming
+    streaming = next(c for c in status.conditions if c.type == "Streaming")
+    assert (streaming.status, streaming.reason) == ("False", "NotStreaming")
+    assert 'password authentication failed for user "cdc"' in streaming.message
 
 
 def test_a_crashing_capture_container_reports_its_last_exit() -> None:
@@ -218,6 +223,49 @@ def test_a_crashing_capture_container_reports_its_last_exit() -> None:
     assert _reasons(status)["Ready"] == ("False", "ConnectorFailed")
     assert termination in status.conditions[0].message
     assert restarts.last_termination({"status": {"containerStatuses": [{"name": "capture"}]}}) == ""
+
+
+def _capture_container(state: dict[str, Any], last: dict[str, Any]) -> dict[str, Any]:
+    status = {"name": "capture", "restartCount": 1, "state": state, "lastState": last}
+    return {"status": {"containerStatuses": [status]}}
+
+
+def test_one_earlier_kill_is_not_a_crash_loop_but_is_still_told() -> None:
+    oom = {"terminated": {"exitCode": 137, "reason": "OOMKilled"}}
+    running = _capture_container({"running": {"startedAt": "2026-01-01T00:00:00Z"}}, oom)
+    backing_off = _capture_container({"waiting": {"reason": "CrashLoopBackOff"}}, oom)
+    assert restarts.crash_loop(running) == ""
+    assert restarts.last_termination(running) == "OOMKilled (exit code 137)"
+    assert restarts.crash_loop(backing_off) == "OOMKilled (exit code 137)"
+    assert restarts.crash_loop(None) == ""
+
+    starting = connector_status.compute(
+        connector_status.Observed(
+            resource=_connector(),
+            capture_error="refused",
+            restarts=1,
+            last_exit="OOMKilled (exit code 137)",
+        )
+    )
+    assert _reasons(starting)["Ready"] == ("False", "RuntimeNotReady")
+    assert _reasons(starting)["Stalled"] == ("False", "NoError")
+    assert "OOMKilled (exit code 137)" in starting.conditions[0].message
+
+
+def test_a_child_the_api_server_refused_is_stalled_with_its_message() -> None:
+    message = "the API server refused StatefulSet orders-capture: exceeded quota: compute"
+    status = connector_status.compute(
+        connector_status.Observed(resource=_connector(), rejected=message)
+    )
+    assert _reasons(status)["Ready"] == ("False", "ChildRejected")
+    assert _reasons(status)["Stalled"] == ("True", "ChildRejected")
+    assert _reasons(status)["Streaming"] == ("False", "NotStreaming")
+    assert status.conditions[0].message == message
+    sink = sink_status.compute(sink_status.Observed(rejected=message))
+    assert {c.type: (c.status, c.reason) for c in sink.conditions}["Stalled"] == (
+        "True",
+        "ChildRejected",
+    )
 
 
 def _signal(**spec: Any) -> CdcSnapshotSignal:
@@ -472,6 +520,9 @@ def test_an_engine_that_cannot_reach_kafka_is_not_ready_and_says_why() -> None:
     ready = status.conditions[0]
     assert (ready.status, ready.reason) == ("False", "KafkaUnavailable")
     assert "1/1 brokers are down" in ready.message
+    streaming = next(c for c in status.conditions if c.type == "Streaming")
+    assert (streaming.status, streaming.reason) == ("False", "NotStreaming")
+    assert "1/1 brokers are down" in streaming.message
 
 
 def test_resource_quantities_are_checked_locally_too() -> None:
@@ -540,3 +591,51 @@ def test_a_db2_source_renders_its_database_login_ca_and_source_column() -> None:
     assert "database.password" not in config["spec"]["config"]
     assert children.referenced_secrets(resource) == ["db2-ca", "db2-cdc", "kafka-login"]
     assert status.fields["source"] == "db2://db2.shop.svc:50000/TESTDB"
+
+
+def test_a_signal_run_again_after_its_rows_were_deleted_counts_only_new_notifications(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Deleting a signal's rows from the signal table lets the re-created resource run again;
+    the capture pod may still hold the earlier run's notifications under the same id."""
+    from cdcflow.operator import capture_client
+
+    earlier = [{"type": "STARTED", "data_collections": "public.orders"}, {"type": "COMPLETED"}]
+    entry = {"status": "COMPLETED", "events": earlier}
+    pod = {"capturedTables": ["public.orders"], "signals": {"cdcsig-x": entry}}
+    monkeypatch.setattr(capture_client, "status", lambda base: pod)
+    monkeypatch.setattr(capture_client, "send_signal", lambda base, **_: True)  # inserted anew
+    connector = _connector()
+    sent = signal_status.deliver(
+        signal_status.Observed(
+            uid="cdcsig-x", signal=_signal(), connector=connector, connector_found=True
+        ),
+        now="2026-01-01T00:00:00Z",
+    )
+    assert (sent.signaled, sent.ran_before, sent.events_before) == (True, False, 2)
+    first = signal_status.compute(sent)
+    assert {c.type: c.reason for c in first.conditions}["Succeeded"] == "SnapshotInProgress"
+    assert first.fields["notificationsBefore"] == 2
+
+    previous = {"signalId": "cdcsig-x", **first.fields}
+    again = [*earlier, {"type": "STARTED", "data_collections": "public.orders"}]
+    later = signal_status.Observed(
+        uid="cdcsig-x",
+        signal=_signal(),
+        signaled=True,
+        previous=previous,
+        capture={"signals": {"cdcsig-x": {"status": "STARTED", "events": again}}},
+    )
+    assert {c.type: c.reason for c in signal_status.compute(later).conditions}["Succeeded"] == (
+        "SnapshotInProgress"
+    )
+    done = [
+        *again,
+        {"type": "TABLE_SCAN_COMPLETED", "total_rows_scanned": "5"},
+        {"type": "COMPLETED"},
+    ]
+    finished = signal_status.compute(
+        replace(later, capture={"signals": {"cdcsig-x": {"status": "COMPLETED", "events": done}}})
+    )
+    assert {c.type: c.reason for c in finished.conditions}["Succeeded"] == "SnapshotCompleted"
+    assert finished.fields["progress"]["rowsScanned"] == 5
