@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+#: 1: the hot path compiled with mypyc (capture/native.py); 0: all plain Python.
+NATIVE ?= 1
 
 .PHONY: setup demo test lint unit integration e2e bench clean
 
@@ -14,6 +16,8 @@ setup: $(STAMP)
 	@# uv keeps every rebuild of pyspark's sdist (0.5-1.3 GB each) until pruned: a full disk
 	@# makes the test node's kubelet evict its pods.
 	@$(BIN)/uv cache prune --quiet --offline || true
+	@if [ "$(NATIVE)" = "0" ]; then $(BIN)/python -m cdcflow.capture.native clean; \
+	  else $(BIN)/python -m cdcflow.capture.native build; fi
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "cdcflow needs Python 3.11 or newer")'

@@ -21,7 +21,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
 
-from cdcflow.capture import registry
+from cdcflow.capture import native, registry
 from cdcflow.capture import snapshot as snapshots
 from cdcflow.capture.config import ConfigError, EngineProperties, HistorizedProperties
 from cdcflow.capture.connector_resource import CdcConnector, KafkaSpec
@@ -194,6 +194,12 @@ class Engine:
         Stopping waits up to ``executor.shutdown.timeout.ms`` for the HTTP notifications
         still queued.
         """
+        if outdated := native.stale():
+            log.warning(
+                "%s were compiled from older sources and run that older code; rebuild them "
+                "(python -m cdcflow.capture.native build) or remove them (… native clean)",
+                ", ".join(outdated),
+            )
         try:
             self._run_with_retries()
         finally:

@@ -22,6 +22,18 @@ pytest_plugins = [
 TIERS = ("unit", "integration", "e2e")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Refuse to test compiled hot-path modules built from older sources (capture/native.py):
+    the tests would exercise code that is no longer in the checkout."""
+    from cdcflow.capture import native
+
+    if outdated := native.stale():
+        raise pytest.UsageError(
+            f"{', '.join(outdated)} compiled from older sources: run `make setup` (or "
+            "`python -m cdcflow.capture.native build`; `make setup NATIVE=0` for plain Python)"
+        )
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark every test with its tier (unit, integration, e2e) from the folder it lives in."""
     for item in items:

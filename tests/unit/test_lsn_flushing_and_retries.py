@@ -18,7 +18,7 @@ from cdcflow.capture.connectors.postgres.replication import (
     ReplicationStream,
     create_slot_command,
 )
-from cdcflow.capture.connectors.postgres.source import LsnFlushing, PostgresStream
+from cdcflow.capture.connectors.postgres.source import LsnFlushing, PostgresStream, SourceBlock
 from cdcflow.capture.errors import FatalError, RetriableError
 from cdcflow.capture.pipeline import Pipeline
 from cdcflow.capture.spi import Event, Idle, Offset, TableId
@@ -41,7 +41,7 @@ def _stream(statuses: _Statuses, flushing: LsnFlushing) -> PostgresStream:
         stream=statuses,  # type: ignore[arg-type]
         catalog=None,  # type: ignore[arg-type]
         filters=None,  # type: ignore[arg-type]
-        source_block=None,  # type: ignore[arg-type]
+        source_block=SourceBlock(version="3.7.0", server="shop", database="shop"),
         placeholder="__debezium_unavailable_value",
         resume_lsn=100,
         last_commit_lsn=None,

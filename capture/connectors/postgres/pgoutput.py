@@ -20,14 +20,8 @@ PG_EPOCH_OFFSET_US: Final = 946_684_800_000_000
 
 
 class _Unchanged:
-    """Marker for an unchanged TOAST value: pgoutput sends no data for it."""
-
-    _instance: _Unchanged | None = None
-
-    def __new__(cls) -> _Unchanged:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
+    """Marker for an unchanged TOAST value: pgoutput sends no data for it (one instance,
+    :data:`UNCHANGED_TOAST`)."""
 
     def __repr__(self) -> str:
         return "UNCHANGED_TOAST"
