@@ -77,22 +77,21 @@ class Kube:
         self._missing: dict[tuple[str, str], float] = {}
 
     def _resource(self, api_version: str, kind: str) -> Any:
-        """The API resource of ``kind``; a miss re-reads discovery (CRDs come and go), but not
-        more often than every :data:`MISSING_RECHECK_S` for the same kind."""
+        """The API resource of ``kind``. A miss re-reads discovery (CRDs come and go; the
+        client re-reads it itself on a miss), but not more often than every
+        :data:`MISSING_RECHECK_S` for the same kind: inside that window a missing kind is
+        answered from memory, without asking the client."""
+        key = (api_version, kind)
         with self._discovery:
-            try:
-                return self._dynamic.resources.get(api_version=api_version, kind=kind)
-            except ResourceNotFoundError:
-                checked = self._missing.get((api_version, kind))
-                if checked is not None and time.monotonic() - checked < MISSING_RECHECK_S:
-                    raise
-                self._dynamic.resources.invalidate_cache()
+            checked = self._missing.get(key)
+            if checked is not None and time.monotonic() - checked < MISSING_RECHECK_S:
+                raise ResourceNotFoundError(f"No matches found for {key} (checked recently)")
             try:
                 found = self._dynamic.resources.get(api_version=api_version, kind=kind)
             except ResourceNotFoundError:
-                self._missing[(api_version, kind)] = time.monotonic()
+                self._missing[key] = time.monotonic()
                 raise
-            self._missing.pop((api_version, kind), None)
+            self._missing.pop(key, None)
             return found
 
     def apply(self, manifest: JSON) -> JSON:
