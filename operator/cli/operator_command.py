@@ -8,6 +8,8 @@ import secrets
 import click
 
 PRIORITY_RANGE = 2**31 - 2
+PEERING_NAME = "default"
+"""The ClusterKopfPeering object the replicas coordinate through (manifests' HA overlay)."""
 
 
 @click.command()
@@ -70,6 +72,9 @@ def operator(
             logging.getLogger(__name__).info("peering priority of this replica: %d", priority)
     kopf.run(
         standalone=standalone,
+        # A named peering is mandatory: a starting replica stays paused until it has seen the
+        # other replicas, so it never writes alongside the active one, even for a moment.
+        peering_name=None if standalone else PEERING_NAME,
         priority=priority,
         namespaces=namespaces,
         clusterwide=not namespaces,

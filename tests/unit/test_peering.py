@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
+
 from cdcflow.operator.peering import Peering, is_active
 
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
@@ -47,3 +49,28 @@ def test_the_peering_object_is_read_cluster_wide_or_per_namespace() -> None:
         ("ClusterKopfPeering", "", "default"),
         ("KopfPeering", "shop", "default"),
     ]
+
+
+@pytest.mark.parametrize(
+    ("flag", "expected"),
+    [("--peering", {"standalone": False, "peering_name": "default"}), ("--standalone", {})],
+)
+def test_replicas_with_peering_start_paused_until_they_have_seen_the_others(
+    monkeypatch: pytest.MonkeyPatch, flag: str, expected: dict[str, object]
+) -> None:
+    import kopf
+    from click.testing import CliRunner
+
+    from cdcflow.operator.cli.operator_command import operator
+
+    runs: list[dict[str, object]] = []
+    monkeypatch.setattr(kopf, "run", lambda **kwargs: runs.append(kwargs))
+    result = CliRunner().invoke(operator, [flag])
+
+    assert result.exit_code == 0, result.output
+    (run,) = runs
+    if flag == "--peering":
+        # a named peering is mandatory in kopf: paused until the peers were observed
+        assert {k: run[k] for k in expected} == expected and int(str(run["priority"])) > 0
+    else:
+        assert run["standalone"] is True and run["peering_name"] is None
