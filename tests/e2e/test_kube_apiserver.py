@@ -2,15 +2,22 @@
 
 A throwaway CRD (``gadgets.smoke.e2e.cdcflow.io``) exercises what the operator relies on:
 establishment, the status subresource, printer columns, CEL validation, server-side apply,
-and a kopf operator watching custom objects and patching their status.
+and a kopf operator watching custom objects and patching their status. The dev launcher
+(``python -m tests.services.kube up``) is checked to leave nothing behind when it is stopped.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import signal
 import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import kopf
@@ -266,3 +273,77 @@ def test_kopf_operator_patches_the_status_of_a_new_custom_object(
     assert runner.exit_code == 0, runner.output
     status = gadget_status(kube_cluster, kube_namespace, "radio")
     assert status["seenBy"] == "kopf saw a blue gadget"
+
+
+# -- the dev launcher ------------------------------------------------------------------------
+
+LAUNCHER_START_S = 180.0
+LAUNCHER_STOP_S = 60.0
+
+
+def _processes_under(folder: Path) -> dict[int, str]:
+    """Live processes whose command line names ``folder`` (etcd's data dir, the API server's
+    certificates), by pid."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if str(folder) in command and state != "Z":
+            found[int(entry.name)] = command
+    return found
+
+
+def _kube_workdirs() -> set[str]:
+    return {p.name for p in Path(tempfile.gettempdir()).glob("cdcflow-kube-*")}
+
+
+def test_the_dev_launcher_stopped_by_sigterm_leaves_no_process_and_no_folder(
+    tmp_path: Path,
+) -> None:
+    """``kube up`` run by a supervisor (systemd, a CI step's timeout) is stopped by SIGTERM:
+    etcd, kube-apiserver and the folder with the cluster's keys must go with it."""
+    kube.build_binaries()  # cached: the launcher then only starts the control plane
+    before = _kube_workdirs()
+    out, err = tmp_path / "launcher.out", tmp_path / "launcher.err"
+    root = Path(__file__).resolve().parents[2]
+    with out.open("wb") as stdout, err.open("wb") as stderr:
+        launcher = subprocess.Popen(
+            [sys.executable, "-m", "tests.services.kube", "up"],
+            cwd=root, stdout=stdout, stderr=stderr,
+        )  # fmt: skip
+    workdir: Path | None = None
+    started: dict[int, str] = {}
+    try:
+        deadline = time.monotonic() + LAUNCHER_START_S
+        while "stops the cluster" not in out.read_text():
+            assert launcher.poll() is None, f"the launcher exited: {err.read_text()[-2000:]}"
+            assert time.monotonic() < deadline, f"no cluster after {LAUNCHER_START_S:.0f}s"
+            time.sleep(0.5)
+        exported = next(line for line in out.read_text().splitlines() if "KUBECONFIG=" in line)
+        kubeconfig = Path(exported.split("KUBECONFIG=", 1)[1].split()[0])
+        workdir = kubeconfig.parent
+        assert workdir.name.startswith("cdcflow-kube-") and workdir.is_dir(), exported
+        started = _processes_under(workdir)
+        commands = " ".join(started.values())
+        assert "etcd" in commands and "kube-apiserver" in commands, started
+
+        launcher.send_signal(signal.SIGTERM)
+        launcher.wait(timeout=LAUNCHER_STOP_S)
+        assert launcher.returncode == 0, err.read_text()[-2000:]
+        assert _processes_under(workdir) == {}, "etcd or kube-apiserver outlived the launcher"
+        assert not workdir.exists(), f"{workdir} (with the CA key) was left behind"
+        assert _kube_workdirs() <= before, "a cdcflow-kube-* folder was left behind"
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+            launcher.wait()
+        for pid in started:  # only what this launcher started, should it have orphaned them
+            if pid in _processes_under(workdir or tmp_path):
+                os.kill(pid, signal.SIGKILL)
+        if workdir is not None:
+            shutil.rmtree(workdir, ignore_errors=True)

@@ -485,6 +485,15 @@ def test_a_signal_for_an_unknown_connector_is_rejected_in_status(
         kube_cluster, kube_namespace, "cdcsig/orphan", "Accepted", "ConnectorNotFound"
     )
     assert _condition(body, "Stalled")["status"] == "True"
+    # rejected is finished, unsuccessfully: the bounded-object condition says so, and a user
+    # waiting for the outcome is answered instead of hanging
+    succeeded = _condition(body, "Succeeded")
+    assert (succeeded["status"], succeeded["reason"]) == ("False", "ConnectorNotFound"), body
+    waited = kubectl(
+        kube_cluster, "wait", "-n", kube_namespace, "--for=condition=Succeeded=False",
+        "cdcsig/orphan", "--timeout=30s", timeout=60, check=False,
+    )  # fmt: skip
+    assert waited.returncode == 0, waited.stderr
 
 
 # -- deletion ------------------------------------------------------------------------------
@@ -496,7 +505,8 @@ def test_deleting_a_retained_connector_needs_no_finalizer(
     _apply(kube_cluster, kube_namespace, _secret("keep-db", username="cdc", password="pw"))
     _apply(kube_cluster, kube_namespace, _connector("keep"))
     _eventually(
-        lambda: _get(kube_cluster, kube_namespace, "cdcc", "keep").get("status"), what="status"
+        lambda: _get(kube_cluster, kube_namespace, "cdcc", "keep")["status"].get("conditions"),
+        what="the operator's status (a new object has the schema default's alone)",
     )
     assert not _get(kube_cluster, kube_namespace, "cdcc", "keep")["metadata"].get("finalizers")
     kubectl(kube_cluster, "delete", "-n", kube_namespace, "cdcc/keep", "--timeout=30s", timeout=45)
@@ -711,7 +721,8 @@ def test_an_offsets_reset_request_runs_a_reset_job_once(
     _apply(kube_cluster, kube_namespace, _secret("reset-db", username="cdc", password="pw"))
     _apply(kube_cluster, kube_namespace, _connector("reset", state="stopped"))
     _eventually(
-        lambda: _get(kube_cluster, kube_namespace, "cdcc", "reset").get("status"), what="status"
+        lambda: _get(kube_cluster, kube_namespace, "cdcc", "reset")["status"].get("conditions"),
+        what="the operator's status (a new object has the schema default's alone)",
     )
     _apply(
         kube_cluster,
@@ -809,11 +820,22 @@ def test_discovery_is_safe_under_concurrent_lookups_of_present_and_missing_kinds
     """kopf's handler threads and the poller share one client; a missing kind (no Spark
     operator, say) used to re-read discovery on every lookup and break readers mid-refresh."""
     from concurrent.futures import ThreadPoolExecutor
+    from itertools import pairwise
 
-    from cdcflow.operator.kube import Kube, load_configuration
+    from cdcflow.operator.kube import MISSING_RECHECK_S, Kube, load_configuration
 
     monkeypatch.setenv("KUBECONFIG", str(kube_cluster.kubeconfig))
     client = Kube(load_configuration())
+    # every re-read of discovery, whoever asks for it (the operator or the client library)
+    discoverer = client._dynamic.resources
+    invalidate = discoverer.invalidate_cache
+    rereads: list[float] = []
+
+    def counted() -> None:
+        rereads.append(time.monotonic())
+        invalidate()
+
+    monkeypatch.setattr(discoverer, "invalidate_cache", counted)
 
     def lookups(worker: int) -> int:
         found = 0
@@ -827,3 +849,9 @@ def test_discovery_is_safe_under_concurrent_lookups_of_present_and_missing_kinds
     with ThreadPoolExecutor(max_workers=8) as pool:
         results = list(pool.map(lookups, range(8)))
     assert sum(results[1::2]) == 160, "the missing kind is reported missing every time"
+    # 160 lookups of the missing kind re-read discovery at most once per recheck window
+    gaps = [later - earlier for earlier, later in pairwise(rereads)]
+    assert rereads, "the first lookup of a missing kind re-reads discovery (CRDs come and go)"
+    assert all(gap >= MISSING_RECHECK_S for gap in gaps), (
+        f"{len(rereads)} discovery re-reads, {min(gaps, default=0):.3f}s apart at the closest"
+    )

@@ -1,4 +1,5 @@
-"""Every Ready reason of a CdcConnector and a CdcSink reads the same in users' status tools.
+"""Every Ready reason of a CdcConnector, a CdcSink and a CdcSnapshotSignal reads the same in
+users' status tools.
 
 For each state the operator can report, the status the operator computes for it is written to
 the resource through the real API server's status subresource, exactly as the operator
@@ -6,7 +7,8 @@ writes it (conditions merged, generation observed); then the object as served is
 kstatus (the real cli-utils library: Flux, kubectl plugins), the shipped Argo CD health script
 and ``kubectl wait --for=condition=Ready``. How each state arises from a real fault (a wrong
 password, a crash loop, a broker down, a failed Spark job, ...) is tested where it is made; here the
-question is only whether the three judges agree with what the state means.
+question is only whether the three judges agree with what the state means. Before the status is
+written, each object is judged as just created: in progress, never reconciled at once.
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ import pytest
 import yaml
 
 from cdcflow.capture.connector_resource import parse_connector
-from cdcflow.operator import connector_status, sink_status
+from cdcflow.operator import connector_status, signal_status, sink_status
 from cdcflow.operator.conditions import Condition, merge
+from cdcflow.operator.signal_resource import CdcSnapshotSignal
 from tests.plugins.fix_kube import kubectl
 from tests.services import kube
 from tests.status_judges import verdicts
@@ -42,6 +45,8 @@ class State:
     capture: dict[str, Any] | None = None
     observed: dict[str, Any] = field(default_factory=dict)
     spec: dict[str, Any] = field(default_factory=dict)
+    #: conditions ``kubectl wait --for=condition=…`` must find met at once (besides Ready)
+    met: tuple[str, ...] = ()
 
     @property
     def ready(self) -> bool:
@@ -138,6 +143,46 @@ SINK_STATES = {
 }
 
 
+def _notified(status: str, *events: dict[str, Any]) -> dict[str, Any]:
+    """The capture pod's record of one signal (``/status`` ``signals[<id>]``)."""
+    started = {"type": "STARTED", "data_collections": "public.orders"}
+    return {"status": status, "events": [started, *events]}
+
+
+SIGNAL_STATES = {
+    "pending": State(
+        "SignalPending", PROGRESSING, observed={"send_error": "capture pod not reachable"}
+    ),
+    "rejected": State(
+        "ConnectorNotFound",
+        BROKEN,
+        observed={"rejection": ("ConnectorNotFound", "no CdcConnector inventory here")},
+        met=("Succeeded=False",),
+    ),
+    "aborted": State(
+        "SnapshotAborted",
+        BROKEN,
+        capture=_notified("ABORTED", {"type": "ABORTED", "reason": "stopped by a stop signal"}),
+        observed={"signaled": True},
+        met=("Succeeded=False",),
+    ),
+    "completed": State(
+        "SnapshotCompleted",
+        HEALTHY,
+        capture=_notified(
+            "COMPLETED",
+            {"type": "TABLE_SCAN_COMPLETED", "total_rows_scanned": 2000},
+            {"type": "COMPLETED"},
+        ),
+        observed={"signaled": True},
+        met=("Succeeded",),
+    ),
+    "already-run": State(
+        "AlreadyRun", HEALTHY, observed={"signaled": True, "ran_before": True}, met=("Succeeded",)
+    ),
+}
+
+
 def _connector(name: str, spec: dict[str, Any]) -> dict[str, Any]:
     return {
         "apiVersion": "cdcflow.io/v1alpha1",
@@ -170,6 +215,19 @@ def _sink(name: str, spec: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _signal(name: str, spec: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "cdcflow.io/v1alpha1",
+        "kind": "CdcSnapshotSignal",
+        "metadata": {"name": name},
+        "spec": {
+            "connectorRef": {"name": "inventory"},
+            "dataCollections": ["public.orders"],
+            **spec,
+        },
+    }
+
+
 StatusOf = Callable[[State, dict[str, Any]], tuple[list[Condition], dict[str, Any]]]
 
 
@@ -185,6 +243,18 @@ def _connector_status(
 
 def _sink_status(state: State, document: dict[str, Any]) -> tuple[list[Condition], dict[str, Any]]:
     result = sink_status.compute(sink_status.Observed(**state.observed))
+    return result.conditions, result.fields
+
+
+def _signal_status(
+    state: State, document: dict[str, Any]
+) -> tuple[list[Condition], dict[str, Any]]:
+    """What the operator computes for a signal the capture pod reports ``state.capture`` for."""
+    signal = CdcSnapshotSignal.model_validate(document)
+    uid = signal_status.signal_id(signal)
+    signals = {"signals": {uid: state.capture}} if state.capture else None
+    observed = signal_status.Observed(uid=uid, signal=signal, capture=signals, **state.observed)
+    result = signal_status.compute(observed)
     return result.conditions, result.fields
 
 
@@ -206,6 +276,15 @@ def test_every_sink_ready_reason_is_judged_alike_by_kstatus_argo_cd_and_kubectl_
     _assert_judged(kube_cluster, kube_namespace, document, state, _sink_status)
 
 
+@pytest.mark.parametrize("name", list(SIGNAL_STATES))
+def test_every_signal_outcome_is_judged_alike_by_kstatus_argo_cd_and_kubectl_wait(
+    kube_cluster: kube.KubeCluster, kube_namespace: str, name: str
+) -> None:
+    state = SIGNAL_STATES[name]
+    document = _signal(name, state.spec)
+    _assert_judged(kube_cluster, kube_namespace, document, state, _signal_status)
+
+
 def _assert_judged(
     cluster: kube.KubeCluster,
     namespace: str,
@@ -217,6 +296,10 @@ def _assert_judged(
     what = f"{document['kind'].lower()}/{document['metadata']['name']}"
     kubectl(cluster, "apply", *ns, "-f", "-", stdin=yaml.safe_dump(document))
     served = json.loads(kubectl(cluster, "get", *ns, what, "-o", "json").stdout)
+    # just created, before any operator looked at it: the CRD's schema default, which makes
+    # it in progress (no status at all would be Current at once for kstatus and Flux)
+    assert served["status"] == {"observedGeneration": 0}, served.get("status")
+    assert verdicts(served) == PROGRESSING
     generation = served["metadata"]["generation"]
     desired, fields = status_of(state, document)
     conditions = merge([], desired, generation=generation)
@@ -232,3 +315,9 @@ def _assert_judged(
     assert verdicts(body) == state.judged
     wait = kubectl(cluster, "wait", *ns, "--for=condition=Ready", what, "--timeout=1s", check=False)
     assert (wait.returncode == 0) == state.ready, wait.stderr
+    for condition in state.met:
+        met = kubectl(
+            cluster, "wait", *ns, f"--for=condition={condition}", what, "--timeout=10s",
+            check=False,
+        )  # fmt: skip
+        assert met.returncode == 0, f"kubectl wait --for=condition={condition}: {met.stderr}"
