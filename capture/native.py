@@ -36,6 +36,7 @@ log = logging.getLogger(__name__)
 HOT_MODULES = (
     "cdcflow.capture.encoders",
     "cdcflow.capture.envelope",
+    "cdcflow.capture.pipeline",
     "cdcflow.capture.connectors.postgres.pgoutput",
     "cdcflow.capture.connectors.postgres.types",
     "cdcflow.capture.connectors.postgres.source",

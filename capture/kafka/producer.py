@@ -67,6 +67,8 @@ RETRIABLE_CODES = frozenset(
 FLUSH_SLICE_S = 1.0
 STATISTICS_INTERVAL_MS = 5_000
 CLOSE_TIMEOUT_S = 5.0
+#: Records produced between two polls for callbacks.
+POLL_EVERY = 256
 #: A topic lookup's wait for an unreachable Kafka: short, so a stop is never held up long (the
 #: engine retries the lookup with its backoff).
 LOOKUP_TIMEOUT_S = 5.0
@@ -110,6 +112,7 @@ class KafkaSink:
         self._replication = replication_factor
         self._known_topics: set[str] = set()
         self._errors: list[KafkaError] = []
+        self._unpolled = 0
 
     def _on_delivery(self, error: KafkaError | None, _message: object) -> None:
         if error is not None:
@@ -143,7 +146,12 @@ class KafkaSink:
                 break
             except BufferError:
                 self._producer.poll(0.05)
-        self._producer.poll(0)
+        # Serving callbacks (errors, statistics) costs a call into librdkafka: once per batch
+        # of records is enough; flush() serves them too.
+        self._unpolled += 1
+        if self._unpolled >= POLL_EVERY:
+            self._unpolled = 0
+            self._producer.poll(0)
 
     def flush(self) -> None:
         """Return once everything written is acknowledged; raise if anything failed."""

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 import socket
-import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -13,15 +12,16 @@ import psycopg
 import pytest
 
 from cdcflow.capture.connectors.postgres.chunks import PostgresChunks, SignalEmitRetries
-from cdcflow.capture.connectors.postgres.properties import parse_properties
 from cdcflow.capture.connectors.postgres.replication import (
     ReplicationStream,
     create_slot_command,
 )
 from cdcflow.capture.connectors.postgres.source import LsnFlushing, PostgresStream, SourceBlock
 from cdcflow.capture.errors import FatalError, RetriableError
-from cdcflow.capture.pipeline import Pipeline
+from cdcflow.capture.signals.channels import Signalling
 from cdcflow.capture.spi import Event, Idle, Offset, TableId
+from tests.in_memory import Journal
+from tests.unit.test_pipeline_in_memory import _pipeline
 
 
 class _Statuses:
@@ -167,8 +167,10 @@ def test_retries_are_bounded_unless_unlimited() -> None:
     assert SignalEmitRetries(max_retries=-1).allows(10_000)
 
 
-class _Signalling:
-    def __init__(self) -> None:
+class _Signalling(Signalling):
+    """Counts the pipeline's polls of the signal channels."""
+
+    def __init__(self) -> None:  # no snapshotter or channels: only the hooks below are used
         self.polls = 0
 
     def start(self) -> None:
@@ -198,17 +200,9 @@ def test_the_kafka_signal_channel_is_polled_every_signal_poll_interval(
 ) -> None:
     clock = iter(float(second) for second in range(100))
     monkeypatch.setattr("cdcflow.capture.pipeline.time.monotonic", lambda: next(clock))
-    properties = parse_properties({"topic.prefix": "shop", "signal.poll.interval.ms": 5000})
+    pipeline, _, _ = _pipeline(Journal(), **{"signal.poll.interval.ms": 5000})
     signalling = _Signalling()
-    dispatcher = type("Dispatcher", (), {"signalling": signalling})()
-    pipeline = Pipeline(
-        dispatcher=dispatcher,  # type: ignore[arg-type]
-        sink=None,  # type: ignore[arg-type]
-        offsets=None,  # type: ignore[arg-type]
-        properties=properties,
-        stats=type("Stats", (), {"phase": ""})(),  # type: ignore[arg-type]
-        stop=threading.Event(),
-    )
+    pipeline.dispatcher.signalling = signalling
     pipeline.stream(_Source(20))  # one Idle a second
     assert signalling.polls == 4
 
