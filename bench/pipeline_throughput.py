@@ -118,9 +118,11 @@ def start_capture(
     broker: kafka.KafkaBroker,
     workdir: Path,
     config: dict[str, str] | None = None,
+    producer: dict[str, str] | None = None,
 ) -> Iterator[RunningCapture]:
     """``cdcflow capture`` on the bench slot and publication, the connector's defaults
-    otherwise (JSON with schemas, offsets in a file), with ``config`` added."""
+    otherwise (JSON with schemas, offsets in a file), with ``config`` added and ``producer``
+    (librdkafka settings, ``spec.kafka.producer``)."""
     resource = {
         "apiVersion": "cdcflow.io/v1alpha1",
         "kind": "CdcConnector",
@@ -129,7 +131,7 @@ def start_capture(
             "source": {
                 "postgresql": {"host": server.host, "port": server.port, "database": "inventory"}
             },
-            "kafka": {"bootstrapServers": broker.bootstrap_servers},
+            "kafka": {"bootstrapServers": broker.bootstrap_servers, "producer": producer or {}},
             "config": {
                 "topic.prefix": "bench",
                 "slot.name": "bench",
