@@ -292,6 +292,13 @@ def test_the_operator_runs_in_its_own_pod_with_the_shipped_rbac(
         check=False,
     )  # fmt: skip
     assert admin.stdout.strip() == "no", "the operator must not run with more than it ships"
+    # every reconcile reads the capture pod (restart count, termination message): a 403 there
+    # leaves a connector with no StatefulSet and no status
+    reads_pods = kubectl(
+        operator_deployed.cluster, "auth", "can-i", "get", "pods", f"--as={OPERATOR_ACCOUNT}",
+        check=False,
+    )  # fmt: skip
+    assert reads_pods.stdout.strip() == "yes", f"the shipped RBAC cannot read pods: {reads_pods}"
 
 
 # -- a connector, for real -----------------------------------------------------------------
@@ -576,9 +583,12 @@ def _operator_pods(node: KubeNode) -> list[str]:
     ]
 
 
-def _paused(node: KubeNode, pod: str) -> bool:
+def _active(node: KubeNode, pod: str) -> bool:
+    """Whether kopf's last word on peering in the replica's log is that it resumed: with a
+    named (mandatory) peering each replica starts paused and only the highest resumes."""
     logs = kubectl(node.cluster, "-n", OPERATOR_NAMESPACE, "logs", pod, check=False).stdout
-    return "Pausing operations in favour of" in logs
+    resumed = logs.rfind("Resuming operations after the pause")
+    return resumed >= 0 and resumed > logs.rfind("Pausing operations in favour of")
 
 
 def test_two_peering_replicas_keep_exactly_one_active_writer(
@@ -596,16 +606,44 @@ def test_two_peering_replicas_keep_exactly_one_active_writer(
         lambda: len(found := _operator_pods(cluster.node)) == 2 and found,
         what="two operator replicas running",
     )
-    paused = _eventually(
-        lambda: [pod for pod in pods if _paused(cluster.node, pod)], what="a paused replica"
+    active = _eventually(
+        lambda: [pod for pod in pods if _active(cluster.node, pod)], what="an active replica"
     )
-    assert len(paused) == 1, "exactly one replica pauses in favour of the other"
+    time.sleep(5)  # a second replica resuming as well would show within its keep-alives
+    active = [pod for pod in pods if _active(cluster.node, pod)]
+    assert len(active) == 1, "exactly one replica is active, the other stays paused"
+    paused = [pod for pod in pods if pod not in active]
 
     for round_ in ("first", "after failover"):
         source = Source.made(postgres_server, kafka_broker)
         _start(cluster, source)  # reconciled: the active replica works
         cluster.run("delete", f"cdcc/{source.name}", "--wait=true", "--timeout=60s")
         source.drop_slot()
+        _assert_one_writer_announced(cluster, source.name)
         if round_ == "first":
-            active = next(pod for pod in pods if pod not in paused)
-            kubectl(cluster.node.cluster, "-n", OPERATOR_NAMESPACE, "delete", "pod", active)
+            # kopf logs every handler run with the object's name: only the active replica ran
+            assert source.name in _operator_logs(cluster.node, active[0]), "the log sees names"
+            assert source.name not in _operator_logs(cluster.node, paused[0]), (
+                "the paused replica handled the connector"
+            )
+            kubectl(cluster.node.cluster, "-n", OPERATOR_NAMESPACE, "delete", "pod", active[0])
+
+
+def _operator_logs(node: KubeNode, pod: str) -> str:
+    return kubectl(node.cluster, "-n", OPERATOR_NAMESPACE, "logs", pod, check=False).stdout
+
+
+def _assert_one_writer_announced(cluster: Cluster, name: str) -> None:
+    """Two writers would each announce every Ready transition of the connector."""
+    events = cluster.get("events", f"--field-selector=involvedObject.name={name}")["items"]
+    said = [
+        ((e.get("source") or {}).get("component"), e["reason"], e["message"], e.get("count", 1))
+        for e in events
+    ]
+    ours = [
+        (reason, count) for component, reason, _, count in said if component == "cdcflow-operator"
+    ]
+    assert ours, said
+    reasons = [reason for reason, _ in ours]
+    assert len(reasons) == len(set(reasons)), f"a transition announced twice: {said}"
+    assert all(count == 1 for _, count in ours), f"an Event repeated: {said}"
