@@ -20,7 +20,6 @@ import argparse
 import hashlib
 import importlib.metadata
 import json
-import logging
 import os
 import shutil
 import subprocess
@@ -29,8 +28,6 @@ import sysconfig
 import tempfile
 from pathlib import Path
 from typing import Any
-
-log = logging.getLogger(__name__)
 
 #: The modules compiled, by import name: what every change event passes through.
 HOT_MODULES = (
@@ -63,7 +60,11 @@ def _extension(module: str, root: Path) -> Path:
 
 def digest(root: Path) -> str:
     """What the extensions depend on: the hot modules' sources, mypy's version, Python's ABI."""
-    hashed = hashlib.sha256(f"{importlib.metadata.version('mypy')} {SUFFIX}".encode())
+    try:
+        compiler = importlib.metadata.version("mypy")
+    except importlib.metadata.PackageNotFoundError:
+        compiler = "unknown"  # no compiler here: extensions, if any, came from elsewhere
+    hashed = hashlib.sha256(f"{compiler} {SUFFIX}".encode())
     for module in HOT_MODULES:
         hashed.update(module.encode() + b"\0" + _source(module, root).read_bytes())
     return hashed.hexdigest()[:20]
@@ -99,7 +100,8 @@ def build(root: Path | None = None, *, cache: Path | None = None) -> list[str]:
     sources; returns the files placed, relative to ``root``."""
     root = root or _installed_root()
     key = digest(root)
-    if _manifest(root).get("digest") == key and not stale(root):
+    built = all(_extension(m, root).exists() for m in HOT_MODULES)
+    if built and _manifest(root).get("digest") == key:
         return []
     clean(root)
     cached = (cache or _cache_dir()) / key
