@@ -53,7 +53,9 @@ client_log.addFilter(RepeatLimiter())
 DEFAULTS: Mapping[str, Any] = {
     "enable.idempotence": True,
     "acks": "all",
-    "linger.ms": 20,
+    # a batch waits at most 5 ms: p50 commit -> Kafka latency of a few ms, batches still full
+    # under load (docs/performance.md has the measured trade)
+    "linger.ms": 5,
     "batch.size": 1_000_000,
     "batch.num.messages": 10_000,
     "compression.type": "lz4",
