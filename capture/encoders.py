@@ -473,3 +473,28 @@ def datetime_epoch_micros(value: datetime) -> int:
     micros = epoch_micros(days, time_micros(value.time()))
     offset = value.utcoffset()
     return micros if offset is None else micros - timedelta_micros(offset)
+
+
+# --------------------------------------------------------------------------------------------
+# Nulls
+# --------------------------------------------------------------------------------------------
+
+
+def with_null_fill(
+    convert: Callable[[Any], Any], *, optional: bool, default: Any, fallback: Any, replace: bool
+) -> Callable[[Any], Any]:
+    """Debezium's ``convertValue`` null rule around ``convert``: a NOT NULL column's null is
+    its default, else the type's zero value (``fallback``); a nullable column's null is its
+    default when JsonConverter replaces nulls (``replace.null.with.default``)."""
+    if optional:
+        fill = default if replace else None
+    else:
+        fill = default if default is not None else fallback
+    if fill is None:
+        return convert
+
+    def or_fill(value: Any) -> Any:
+        converted = convert(value)
+        return fill if converted is None else converted
+
+    return or_fill

@@ -206,27 +206,11 @@ class MariaDbDriver(StandardStatements):
     def resource(self, tables: list[str], **config: Any) -> CdcConnector:
         """The CdcConnector of a ``mariadb`` source on ``tables`` with the test defaults."""
         database = self.server.database
-        properties = {
-            "topic.prefix": self.name,
-            "table.include.list": ",".join(f"{database}\\.{table}" for table in tables),
-            # Kept across the restarts of one test, as the offsets file is.
-            "schema.history.internal": "io.debezium.storage.file.history.FileSchemaHistory",
-            "schema.history.internal.file.filename": str(self.capture.workdir / "history.jsonl"),
-            "offset.flush.interval.ms": 200,
-            "poll.interval.ms": 100,
-            **config,
-        }
-        return CdcConnector.model_validate(
-            {
-                "apiVersion": "cdcflow.io/v1alpha1",
-                "kind": "CdcConnector",
-                "metadata": {"name": self.name.replace("_", "-")},
-                "spec": {
-                    "source": {"mariadb": {"host": self.server.host, "port": self.server.port}},
-                    "kafka": {"bootstrapServers": self.capture.kafka.bootstrap_servers},
-                    "config": properties,
-                },
-            }
+        return _historized_resource(
+            self.capture,
+            {"mariadb": {"host": self.server.host, "port": self.server.port}},
+            include=[f"{database}\\.{table}" for table in tables],
+            config=config,
         )
 
     def wait_for_events(self, table: str, predicate: Callable[[list[Event]], bool]) -> list[Event]:
@@ -315,27 +299,11 @@ class Db2Driver:
 
     def resource(self, tables: list[str], **config: Any) -> CdcConnector:
         """The CdcConnector of a ``db2`` source on ``tables`` with the test defaults."""
-        properties = {
-            "topic.prefix": self.name,
-            "table.include.list": ",".join(f"{self.schema}\\.{table}" for table in tables),
-            "schema.history.internal": "io.debezium.storage.file.history.FileSchemaHistory",
-            "schema.history.internal.file.filename": str(self.capture.workdir / "history.jsonl"),
-            "offset.flush.interval.ms": 200,
-            "poll.interval.ms": 100,
-            **self.db2.driver_properties,
-            **config,
-        }
-        return CdcConnector.model_validate(
-            {
-                "apiVersion": "cdcflow.io/v1alpha1",
-                "kind": "CdcConnector",
-                "metadata": {"name": self.name.replace("_", "-")},
-                "spec": {
-                    "source": self.db2.source,
-                    "kafka": {"bootstrapServers": self.capture.kafka.bootstrap_servers},
-                    "config": properties,
-                },
-            }
+        return _historized_resource(
+            self.capture,
+            self.db2.source,
+            include=[f"{self.schema}\\.{table}" for table in tables],
+            config={**self.db2.driver_properties, **config},
         )
 
     def wait_for_events(self, table: str, predicate: Callable[[list[Event]], bool]) -> list[Event]:
@@ -360,6 +328,38 @@ class Db2Driver:
         for event in events:
             assert event.payload["transaction"]["id"] == begin["id"]
             assert event.payload["source"]["commit_lsn"] == begin["id"]
+
+
+def _historized_resource(
+    capture: CaptureHarness,
+    source: dict[str, Any],
+    *,
+    include: list[str],
+    config: dict[str, Any],
+) -> CdcConnector:
+    """A CdcConnector of a connector with schema history, with the test defaults: the history
+    in a file kept across the restarts of one test, as the offsets file is."""
+    properties = {
+        "topic.prefix": capture.name,
+        "table.include.list": ",".join(include),
+        "schema.history.internal": "io.debezium.storage.file.history.FileSchemaHistory",
+        "schema.history.internal.file.filename": str(capture.workdir / "history.jsonl"),
+        "offset.flush.interval.ms": 200,
+        "poll.interval.ms": 100,
+        **config,
+    }
+    return CdcConnector.model_validate(
+        {
+            "apiVersion": "cdcflow.io/v1alpha1",
+            "kind": "CdcConnector",
+            "metadata": {"name": capture.name.replace("_", "-")},
+            "spec": {
+                "source": source,
+                "kafka": {"bootstrapServers": capture.kafka.bootstrap_servers},
+                "config": properties,
+            },
+        }
+    )
 
 
 def _literal(value: str | None) -> str:

@@ -348,26 +348,6 @@ def _default_value(column: ColumnStructure, mapping: _Mapping) -> Any:
 # --------------------------------------------------------------------------------------------
 
 
-def _with_nulls(
-    convert: Converter, *, optional: bool, default: Any, fallback: Any, replace: bool
-) -> Converter:
-    """A NOT NULL column's null is its default, else the type's zero value; a nullable
-    column's null is its default when JsonConverter replaces nulls."""
-    fill = (
-        (default if replace else None)
-        if optional
-        else (default if default is not None else fallback)
-    )
-    if fill is None:
-        return convert
-
-    def or_fill(value: Any) -> Any:
-        converted = convert(value)
-        return fill if converted is None else converted
-
-    return or_fill
-
-
 def column(structure: ColumnStructure, options: TypeOptions) -> Column | None:
     """The captured column of ``structure`` (None: a type Debezium does not map)."""
     mapping = _mapping(structure, options)
@@ -377,7 +357,7 @@ def column(structure: ColumnStructure, options: TypeOptions) -> Column | None:
     schema = mapping.spec.schema(structure.optional)
     if default is not None:
         schema["default"] = default
-    convert = _with_nulls(
+    convert = encoders.with_null_fill(
         mapping.spec.convert,
         optional=structure.optional,
         default=default,

@@ -1218,27 +1218,6 @@ def _default_value(structure: ColumnStructure, mapping: _Mapping) -> Any:
 # --------------------------------------------------------------------------------------------
 
 
-def _with_nulls(
-    convert: Converter, *, optional: bool, default: Any, fallback: Any, replace: bool
-) -> Converter:
-    """``convertValue``'s null rule: a NOT NULL column's null is its default, else the type's
-    zero value; a nullable column's null is its default when JsonConverter replaces nulls."""
-    if optional:
-        if not replace or default is None:
-            return convert
-        fill = default
-    else:
-        fill = default if default is not None else fallback
-    if fill is None:
-        return convert
-
-    def or_fill(value: Any) -> Any:
-        converted = convert(value)
-        return fill if converted is None else converted
-
-    return or_fill
-
-
 def column(structure: ColumnStructure, options: TypeOptions) -> Column:
     """The captured column of ``structure``: its Connect schema (with the column default) and
     the converter of its binlog and snapshot values. Raises ValueError for a type Debezium's
@@ -1248,7 +1227,7 @@ def column(structure: ColumnStructure, options: TypeOptions) -> Column:
     schema = mapping.spec.schema(structure.optional)
     if default is not None:
         schema["default"] = default
-    convert = _with_nulls(
+    convert = encoders.with_null_fill(
         mapping.spec.convert,
         optional=structure.optional,
         default=default,
