@@ -23,7 +23,7 @@ from pathlib import Path
 import orjson
 import psycopg
 from confluent_kafka import Consumer, KafkaException
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from bench.pipeline_throughput import start_capture
 from cdcflow.operator.devservices import kafka, postgres
@@ -82,9 +82,10 @@ def _poll(consumer: Consumer, first_id: int) -> list[int]:
     """Append time minus commit time (ms) of the events just read with ids from ``first_id``."""
     found = []
     for message in consumer.consume(1000, timeout=0.2):
-        if message.error() or message.value() is None:
+        value = message.value()
+        if message.error() or value is None:
             continue
-        payload = orjson.loads(message.value())["payload"]
+        payload = orjson.loads(value)["payload"]
         if payload["after"]["id"] >= first_id:
             found.append(message.timestamp()[1] - payload["source"]["ts_ms"])
     return found

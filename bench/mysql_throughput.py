@@ -32,23 +32,28 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from unittest import mock
 
 import pymysql
 import yaml
-from confluent_kafka import Consumer, KafkaException, TopicPartition
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.event import XidEvent
 from pymysqlreplication.row_event import WriteRowsEvent
 
-from bench.pipeline_throughput import RunningCapture
+from bench.common import (
+    Rate,
+    RunningCapture,
+    cpu_seconds,
+    debezium_missing,
+    run_debezium,
+    warm_kafka,
+)
 from cdcflow.capture.connectors.mysql import binlog
 from cdcflow.operator.devservices import kafka
 from cdcflow.operator.devservices.processes import free_port
 from tests.services import mariadb
 
 TARGET_EVENTS_PER_S = 50_000
-TARGET_RSS_MB = 300
+TARGET_RSS_MB = 150  # the memory budget at these rates
 TABLE = "bench"
 SCHEMA = (
     f"CREATE TABLE {TABLE} (id bigint PRIMARY KEY, qty int NOT NULL, store smallint NOT NULL, "
@@ -59,7 +64,6 @@ SCHEMA = (
 RAW_SERVER_ID = 7001
 READER_SERVER_ID = 7002
 DEBEZIUM_SERVER_ID = 7003
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 @dataclass(frozen=True, order=True)
@@ -76,20 +80,6 @@ class BinlogPoint:
     @classmethod
     def at(cls, file: str, pos: int, gtids: str = "") -> BinlogPoint:
         return cls(int(file.rpartition(".")[2]), pos, file, gtids)
-
-
-@dataclass(frozen=True)
-class Rate:
-    """One measured drain: how long it took, how much it moved, what it cost."""
-
-    seconds: float
-    rows: int
-    cpu_s: float = 0.0
-    peak_rss_mb: float = 0.0
-
-    @property
-    def per_s(self) -> float:
-        return self.rows / self.seconds
 
 
 def _connect(server: mariadb.MariaDbServer) -> pymysql.Connection[Any]:
@@ -191,11 +181,6 @@ def _point(header: binlog.Header) -> BinlogPoint:
     return BinlogPoint.at(header.file, header.next_pos)
 
 
-def _cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime, stime
-
-
 @contextlib.contextmanager
 def start_capture(
     server: mariadb.MariaDbServer,
@@ -265,10 +250,10 @@ def _run_capture(
             streaming = status.get("streaming") or {}
             seen = int(streaming.get("totalEventsSeen", 0)) if isinstance(streaming, dict) else 0
             if first_event is None and seen > 0:
-                first_event, first_cpu = time.perf_counter(), _cpu_seconds(pid)
+                first_event, first_cpu = time.perf_counter(), cpu_seconds(pid)
             saved = _saved_point(status)
             if saved is not None and saved >= end:
-                done, cpu = time.perf_counter(), _cpu_seconds(pid)
+                done, cpu = time.perf_counter(), cpu_seconds(pid)
                 break
             time.sleep(0.05)
         rss = capture.peak_rss_mb()
@@ -279,83 +264,28 @@ def _run_capture(
 # -- Debezium ------------------------------------------------------------------------------------
 
 
-def _debezium_missing() -> str | None:
-    """Why the Debezium MariaDB connector cannot be measured here (None: it can)."""
-    try:
-        from tests.services import kafka_connect
-    except ImportError as error:
-        return f"tests.services.kafka_connect does not import ({error})"
-    if not hasattr(kafka_connect, "MARIADB_CONNECTOR"):
-        return "tests/services/kafka_connect.py has no MARIADB_CONNECTOR"
-    if not any("mariadb" in name for name in kafka_connect.PLUGINS):
-        return "tests/services/kafka_connect.py installs no MariaDB plugin"
-    return None
-
-
-def _topic_size(consumer: Consumer, topic: str) -> int:
-    try:
-        low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=2)
-    except KafkaException:
-        return 0
-    return int(high - low)
-
-
 def _run_debezium(
-    server: mariadb.MariaDbServer, broker: kafka.KafkaBroker, workdir: Path, rows: int
+    server: mariadb.MariaDbServer, broker: kafka.KafkaBroker, *, workdir: Path, rows: int
 ) -> Rate:
     """Debezium's MariaDB connector over the whole binlog: first record to every row in Kafka."""
     from tests.services import kafka_connect
 
+    config = {
+        "connector.class": kafka_connect.MARIADB_CONNECTOR,
+        "tasks.max": "1",
+        "database.hostname": server.host,
+        "database.port": str(server.port),
+        "database.user": server.cdc_user,
+        "database.password": server.cdc_password,
+        "database.server.id": str(DEBEZIUM_SERVER_ID),
+        "topic.prefix": "dbz",
+        "table.include.list": f"{server.database}\\.{TABLE}",
+        "snapshot.mode": "never",
+        "schema.history.internal": "io.debezium.storage.file.history.FileSchemaHistory",
+        "schema.history.internal.file.filename": str(workdir / "dbz-history.dat"),
+    }
     topic = f"dbz.{server.database}.{TABLE}"
-    consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "bench"})
-    # The test worker stops the JIT at C1 (it starts faster); a bench gives Debezium the full JIT.
-    full_jit = tuple(o for o in kafka_connect.JVM_OPTIONS if "TieredStopAtLevel" not in o)
-    with (
-        mock.patch.object(kafka_connect, "JVM_OPTIONS", full_jit),
-        kafka_connect.running_connect(broker.bootstrap_servers) as worker,
-    ):
-        worker.rest.put_connector(
-            "dbz",
-            {
-                "connector.class": kafka_connect.MARIADB_CONNECTOR,
-                "tasks.max": "1",
-                "database.hostname": server.host,
-                "database.port": str(server.port),
-                "database.user": server.cdc_user,
-                "database.password": server.cdc_password,
-                "database.server.id": str(DEBEZIUM_SERVER_ID),
-                "topic.prefix": "dbz",
-                "table.include.list": f"{server.database}\\.{TABLE}",
-                "snapshot.mode": "never",
-                "schema.history.internal": "io.debezium.storage.file.history.FileSchemaHistory",
-                "schema.history.internal.file.filename": str(workdir / "dbz-history.dat"),
-            },
-        )
-        worker.rest.wait_running("dbz", timeout=180)
-        first, first_cpu = None, 0.0
-        deadline = time.monotonic() + 1800
-        while time.monotonic() < deadline:
-            kafka_connect.failed_trace(worker.rest.status("dbz"), name="dbz")
-            size = _topic_size(consumer, topic)
-            if first is None and size > 0:
-                first, first_cpu = time.perf_counter(), _cpu_seconds(worker.pid)
-            if size >= rows:
-                done, cpu = time.perf_counter(), _cpu_seconds(worker.pid)
-                break
-            time.sleep(0.05)
-        else:
-            raise SystemExit(f"Debezium wrote {_topic_size(consumer, topic)} of {rows} records")
-        peak = _peak_rss_mb(worker.pid)
-    consumer.close()
-    assert first is not None
-    return Rate(done - first, rows, cpu - first_cpu, peak)
-
-
-def _peak_rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
+    return run_debezium(broker, name="dbz", config=config, topic=topic, rows=rows)
 
 
 def main() -> None:
@@ -364,9 +294,14 @@ def main() -> None:
     parser.add_argument("--no-debezium", action="store_true", help="skip the Debezium connector")
     args = parser.parse_args()
     rows: int = args.rows
-    not_measured = "skipped (--no-debezium)" if args.no_debezium else _debezium_missing()
+    not_measured = (
+        "skipped (--no-debezium)"
+        if args.no_debezium
+        else debezium_missing(connector="MARIADB_CONNECTOR", plugin="mariadb", database="MariaDB")
+    )
     debezium: Rate | None = None
     with mariadb.running_mariadb() as server, kafka.running_kafka() as broker:
+        warm_kafka(broker.bootstrap_servers)
         with _connect(server) as conn, conn.cursor() as cursor:
             cursor.execute(SCHEMA)
         start = _master_status(server)
@@ -385,7 +320,7 @@ def main() -> None:
             capture, seen = _run_capture(server, broker, Path(workdir), end)
             if not_measured is None:
                 try:
-                    debezium = _run_debezium(server, broker, Path(workdir), rows)
+                    debezium = _run_debezium(server, broker, workdir=Path(workdir), rows=rows)
                 except Exception as error:  # reported beside the results
                     not_measured = f"failed: {type(error).__name__}: {error}"
     rate = rows / capture.seconds

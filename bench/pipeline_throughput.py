@@ -1,33 +1,53 @@
-"""Drain a backlog of inserts through `cdcflow capture` into Kafka and compare with the ceiling.
+"""Drain an insert backlog through `cdcflow capture` into Kafka, beside Debezium and the ceiling.
 
-Writes N inserts (default 500k, in 1000-row transactions) while the connector is stopped, then
-starts ``cdcflow capture`` as a child process (JSON with schemas, Kafka sink) and times how
-long it takes until the offset it saved covers the backlog, i.e. until Kafka acknowledged
-every event. In the same run a bare Python receive loop on a second slot measures the raw
-pgoutput rate the server and psycopg deliver: the ceiling the pipeline is compared to.
-Also reports the capture process's peak RSS.
+Starts PostgreSQL and Kafka and writes N inserts (default 500k, in 1000-row transactions) while
+nothing reads them, every reader's slot created up front on publication ``bench``. Then, one
+after another over the same WAL:
 
-    python -m bench.pipeline_throughput [--rows 500000]
+1. a bare Python receive loop (slot ``bench_raw``) measures the raw pgoutput rate the server and
+   psycopg deliver: the ceiling the pipeline is compared to;
+2. ``cdcflow capture`` as a child process (slot ``bench``, JSON with schemas, Kafka sink) is
+   timed from its first event until the offset it saved covers the backlog, i.e. until Kafka
+   acknowledged every event; with its CPU seconds over that span (events per CPU-second) and
+   its peak RSS;
+3. the Debezium PostgreSQL connector (pgoutput, ``snapshot.mode=no_data``, JSON with schemas,
+   the worker's default converters) on a fresh standalone Kafka Connect worker with the full
+   JIT, timed from its first record until its topic holds every row, with the worker's CPU
+   seconds and peak RSS; twice: with Connect's default producer (slot ``bench_dbz``, prefix
+   ``dbz``) and with a producer tuned like cdcflow's (``linger.ms`` 5, ``batch.size`` 1 MB,
+   lz4, as ``producer.override.*``; slot ``bench_dbzt``, prefix ``dbzt``). ``--no-debezium``
+   skips it; when the worker or the plugin is unavailable the bench says why.
+
+It ends with the ratios the goals name: cdcflow against tuned Debezium (events/s and events per
+CPU-second) and against the raw receive rate.
+
+    python -m bench.pipeline_throughput [--rows 500000] [--no-debezium]
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
 import yaml
 
+from bench.common import (
+    Rate,
+    RunningCapture,
+    cpu_seconds,
+    debezium_missing,
+    run_debezium,
+    warm_kafka,
+)
 from cdcflow.capture.connectors.postgres import pgoutput
 from cdcflow.capture.connectors.postgres.connection import Endpoint, connect_replication
 from cdcflow.capture.connectors.postgres.replication import ReplicationStream
@@ -35,10 +55,34 @@ from cdcflow.operator.devservices import kafka, postgres
 from cdcflow.operator.devservices.processes import free_port
 
 TARGET_EVENTS_PER_S = 50_000
-TARGET_RSS_MB = 300
+TARGET_RSS_MB = 150  # the memory budget at these rates
+#: The goals: cdcflow's events/s over tuned Debezium's and over the raw receive rate, and its
+#: events per CPU-second over tuned Debezium's.
+GOAL_VS_DEBEZIUM = 2.0
+GOAL_VS_RAW = 0.60
+GOAL_PER_CPU_VS_DEBEZIUM = 3.0
 SCHEMA = (
     "CREATE TABLE bench (id bigint PRIMARY KEY, name text NOT NULL, amount numeric(10,2), "
     "created timestamp NOT NULL DEFAULT now(), active boolean NOT NULL DEFAULT true)"
+)
+#: cdcflow's producer defaults (capture/kafka/producer.py) in Kafka's Java client's names.
+TUNED_PRODUCER = {"linger.ms": "5", "batch.size": "1000000", "compression.type": "lz4"}
+
+
+@dataclass(frozen=True)
+class DebeziumRun:
+    """One run of the Debezium PostgreSQL connector: its own slot (created before the backlog,
+    so it reads all of it) and topic prefix, and the producer settings it overrides."""
+
+    label: str
+    slot: str
+    prefix: str
+    producer: Mapping[str, str]
+
+
+DEBEZIUM_RUNS = (
+    DebeziumRun("default producer", "bench_dbz", "dbz", {}),
+    DebeziumRun("tuned producer", "bench_dbzt", "dbzt", TUNED_PRODUCER),
 )
 
 
@@ -52,8 +96,8 @@ def _write_backlog(dsn: str, rows: int) -> None:
             )
 
 
-def _raw_ceiling(server: postgres.PostgresServer, target: int) -> tuple[float, int]:
-    """Seconds and row messages for a bare receive loop (frames only) over the same WAL."""
+def _raw_ceiling(server: postgres.PostgresServer, target: int) -> Rate:
+    """A bare receive loop (frames only) over the same WAL: seconds and row messages."""
     endpoint = Endpoint(
         host=server.host,
         port=server.port,
@@ -77,39 +121,7 @@ def _raw_ceiling(server: postgres.PostgresServer, target: int) -> tuple[float, i
             break
     elapsed = time.perf_counter() - started
     stream.close()
-    return elapsed, rows
-
-
-def _status(port: int) -> dict[str, object] | None:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/status", timeout=2) as reply:
-            return dict(json.load(reply))
-    except OSError:
-        return None
-
-
-def _peak_rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
-
-
-@dataclass(frozen=True)
-class RunningCapture:
-    """A ``cdcflow capture`` child process and the port of its /status endpoint."""
-
-    process: subprocess.Popen[bytes]
-    status_port: int
-
-    def status(self) -> dict[str, object]:
-        """Its /status document (empty while it does not answer); exits if it died."""
-        if self.process.poll() is not None:
-            raise SystemExit(f"capture exited with {self.process.returncode}")
-        return _status(self.status_port) or {}
-
-    def peak_rss_mb(self) -> float:
-        return _peak_rss_mb(self.process.pid)
+    return Rate(elapsed, rows)
 
 
 @contextlib.contextmanager
@@ -165,61 +177,205 @@ def start_capture(
         process.wait(60)
 
 
+def _prepare(dsn: str, *, slots: list[str]) -> None:
+    """The bench table, publication ``bench`` on it, and one pgoutput slot per reader."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(SCHEMA)
+        conn.execute("CREATE PUBLICATION bench FOR TABLE bench")
+        for slot in slots:
+            conn.execute("SELECT pg_create_logical_replication_slot(%s, 'pgoutput')", (slot,))
+
+
+def _current_lsn(dsn: str) -> int:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute("SELECT pg_current_wal_lsn() - '0/0'::pg_lsn").fetchone()
+    return int(row[0]) if row else 0
+
+
+def _events_seen(status: dict[str, object]) -> int:
+    streaming = status.get("streaming") or {}
+    return int(streaming.get("totalEventsSeen", 0)) if isinstance(streaming, dict) else 0
+
+
+def _saved_lsn(status: dict[str, object]) -> int:
+    offset = status.get("offset") or {}
+    return int(offset.get("lsn", 0)) if isinstance(offset, dict) else 0
+
+
 def _run_capture(
-    server: postgres.PostgresServer, broker: kafka.KafkaBroker, workdir: Path, target: int
-) -> tuple[float, float, int]:
-    """Seconds from first event to everything acknowledged, peak RSS (MB), events."""
-    first_event = None
+    server: postgres.PostgresServer,
+    broker: kafka.KafkaBroker,
+    *,
+    workdir: Path,
+    target: int,
+    rows: int,
+) -> tuple[Rate, int]:
+    """The drain of ``rows`` events from the first one to everything acknowledged (the saved
+    offset at ``target``), with the capture's CPU seconds over that span and its peak RSS; and
+    the events /status counted."""
+    first: tuple[float, float] | None = None  # wall clock and CPU seconds at the first event
     with start_capture(server, broker, workdir) as capture:
+        pid = capture.process.pid
         while True:
             status = capture.status()
-            streaming = status.get("streaming") or {}
-            seen = int(streaming.get("totalEventsSeen", 0)) if isinstance(streaming, dict) else 0
-            if first_event is None and seen > 0:
-                first_event = time.perf_counter()
-            offset = status.get("offset") or {}
-            if isinstance(offset, dict) and int(offset.get("lsn", 0)) >= target:
-                done = time.perf_counter()
+            seen = _events_seen(status)
+            if first is None and seen > 0:
+                first = time.perf_counter(), cpu_seconds(pid)
+            if _saved_lsn(status) >= target:
+                done, cpu = time.perf_counter(), cpu_seconds(pid)
                 break
             time.sleep(0.05)
         rss = capture.peak_rss_mb()
-    assert first_event is not None
-    return done - first_event, rss, seen
+    assert first is not None
+    return Rate(done - first[0], rows, cpu - first[1], rss), seen
+
+
+# -- Debezium ------------------------------------------------------------------------------------
+
+
+def _debezium_config(server: postgres.PostgresServer, run: DebeziumRun) -> dict[str, str]:
+    """The connector as the tests configure it (superuser, pgoutput), on the bench's own
+    publication and ``run``'s slot, streaming only (the slot holds the whole backlog)."""
+    from tests.services import kafka_connect
+
+    return {
+        "connector.class": kafka_connect.POSTGRES_CONNECTOR,
+        "tasks.max": "1",
+        "database.hostname": server.host,
+        "database.port": str(server.port),
+        "database.user": server.superuser,
+        "database.password": server.superuser_password,
+        "database.dbname": server.database,
+        "topic.prefix": run.prefix,
+        "plugin.name": "pgoutput",
+        "slot.name": run.slot,
+        "publication.name": "bench",
+        "publication.autocreate.mode": "disabled",
+        "table.include.list": "public\\.bench",
+        "snapshot.mode": "no_data",
+        # The worker's connector.client.config.override.policy (All) lets a connector set these.
+        **{f"producer.override.{key}": value for key, value in run.producer.items()},
+    }
+
+
+def _run_debezium(
+    server: postgres.PostgresServer, broker: kafka.KafkaBroker, *, rows: int
+) -> dict[str, Rate | str]:
+    """Each of :data:`DEBEZIUM_RUNS` over the whole backlog, by label: its rate, or why not."""
+    results: dict[str, Rate | str] = {}
+    for run in DEBEZIUM_RUNS:
+        config = _debezium_config(server, run)
+        topic = f"{run.prefix}.public.bench"
+        try:
+            results[run.label] = run_debezium(
+                broker, name=run.prefix, config=config, topic=topic, rows=rows
+            )
+        except Exception as error:  # reported beside the results
+            results[run.label] = f"failed: {type(error).__name__}: {error}"
+    return results
+
+
+# -- Report --------------------------------------------------------------------------------------
+
+
+def _line(label: str, text: str) -> None:
+    print(f"{label:<44}: {text}")
+
+
+def _print_cdcflow(raw: Rate, capture: Rate, seen: int) -> None:
+    _line("raw pgoutput receive ceiling", f"{raw.per_s:>10,.0f} rows/s ({raw.rows} rows)")
+    _line(
+        "cdcflow capture → Kafka (acked)",
+        f"{capture.per_s:>10,.0f} events/s (target ≥ {TARGET_EVENTS_PER_S:,}/s)",
+    )
+    _line(
+        "cdcflow capture CPU while draining",
+        f"{capture.cpu_s:>10.1f} s ({capture.cpu_s / capture.seconds:.2f} cores, "
+        f"{capture.seconds:.1f} s wall)",
+    )
+    _line("cdcflow events per CPU-second", f"{capture.per_cpu_s:>10,.0f}")
+    _line(
+        "cdcflow capture peak RSS",
+        f"{capture.peak_rss_mb:>10.0f} MB (target < {TARGET_RSS_MB} MB)",
+    )
+    _line("events counted by /status", f"{seen:>10,}")
+
+
+def _print_debezium(results: Mapping[str, Rate | str]) -> None:
+    for label, result in results.items():
+        if isinstance(result, str):
+            _line(f"Debezium PostgreSQL ({label})", f"not measured, {result}")
+            continue
+        _line(
+            f"Debezium PostgreSQL ({label})",
+            f"{result.per_s:>10,.0f} events/s ({result.cpu_s:.1f} CPU s, "
+            f"{result.per_cpu_s:,.0f} events per CPU-second, "
+            f"worker peak RSS {result.peak_rss_mb:.0f} MB)",
+        )
+
+
+def _goal(label: str, ratio: float | None, goal: float) -> None:
+    if ratio is None:
+        _line(label, f"{'-':>10} (goal ≥ {goal:.2f}; Debezium not measured)")
+        return
+    verdict = "met" if ratio >= goal else "not met"
+    _line(label, f"{ratio:>10.2f} (goal ≥ {goal:.2f}: {verdict})")
+
+
+def _print_goals(raw: Rate, capture: Rate, tuned: Rate | None) -> None:
+    _goal(
+        "cdcflow ÷ tuned Debezium, events/s",
+        capture.per_s / tuned.per_s if tuned else None,
+        GOAL_VS_DEBEZIUM,
+    )
+    _goal("cdcflow ÷ raw pgoutput receive rate", capture.per_s / raw.per_s, GOAL_VS_RAW)
+    _goal(
+        "cdcflow ÷ tuned Debezium, events per CPU-s",
+        capture.per_cpu_s / tuned.per_cpu_s if tuned else None,
+        GOAL_PER_CPU_VS_DEBEZIUM,
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=500_000)
-    rows = parser.parse_args().rows
+    parser.add_argument("--no-debezium", action="store_true", help="skip the Debezium connector")
+    args = parser.parse_args()
+    rows: int = args.rows
+    not_measured = (
+        "skipped (--no-debezium)"
+        if args.no_debezium
+        else debezium_missing(
+            connector="POSTGRES_CONNECTOR", plugin="postgres", database="PostgreSQL"
+        )
+    )
+    dbz_slots = [run.slot for run in DEBEZIUM_RUNS] if not_measured is None else []
+    debezium: dict[str, Rate | str] = {}
     with postgres.running_postgres() as server, kafka.running_kafka() as broker:
+        warm_kafka(broker.bootstrap_servers)
         dsn = server.dsn()
-        with psycopg.connect(dsn, autocommit=True) as conn:
-            conn.execute(SCHEMA)
-            conn.execute("CREATE PUBLICATION bench FOR TABLE bench")
-            conn.execute("SELECT pg_create_logical_replication_slot('bench', 'pgoutput')")
-            conn.execute("SELECT pg_create_logical_replication_slot('bench_raw', 'pgoutput')")
+        _prepare(dsn, slots=["bench", "bench_raw", *dbz_slots])
         started = time.perf_counter()
         _write_backlog(dsn, rows)
         print(
-            f"backlog: {rows} inserts in {rows // 1000} transactions written in "
+            f"backlog: {rows} inserts in {-(-rows // 1000)} transactions written in "
             f"{time.perf_counter() - started:.1f}s"
         )
-        with psycopg.connect(dsn, autocommit=True) as conn:
-            (target,) = conn.execute("SELECT pg_current_wal_lsn() - '0/0'::pg_lsn").fetchone() or (
-                0,
-            )
-        raw_s, raw_rows = _raw_ceiling(server, int(target))
+        target = _current_lsn(dsn)
+        raw = _raw_ceiling(server, target)
         with tempfile.TemporaryDirectory() as workdir:
-            seconds, rss, seen = _run_capture(server, broker, Path(workdir), int(target))
-    raw_rate, rate = raw_rows / raw_s, rows / seconds
-    print(f"raw pgoutput receive ceiling        : {raw_rate:>10,.0f} rows/s ({raw_rows} rows)")
-    print(
-        f"cdcflow capture → Kafka (acked)      : {rate:>10,.0f} events/s "
-        f"(target ≥ {TARGET_EVENTS_PER_S:,}/s; Debezium publishes ~45,000/s on 4 vCPU)"
-    )
-    print(f"ratio to the raw ceiling            : {rate / raw_rate:>10.2f}")
-    print(f"capture peak RSS                    : {rss:>10.0f} MB (target < {TARGET_RSS_MB} MB)")
-    print(f"events counted by /status           : {seen:>10,}")
+            capture, seen = _run_capture(
+                server, broker, workdir=Path(workdir), target=target, rows=rows
+            )
+        if not_measured is None:
+            debezium = _run_debezium(server, broker, rows=rows)
+    _print_cdcflow(raw, capture, seen)
+    if debezium:
+        _print_debezium(debezium)
+    else:
+        _line("Debezium PostgreSQL connector", f"not measured, {not_measured}")
+    tuned = debezium.get("tuned producer")
+    _print_goals(raw, capture, tuned if isinstance(tuned, Rate) else None)
 
 
 if __name__ == "__main__":

@@ -197,7 +197,7 @@ class TableSerializer:
             "after": self._image(change.after) if op is not Op.DELETE else None,
             "source": change.source,
             "transaction": transaction,
-            "op": (op or change.op).value,
+            "op": op or change.op,  # orjson writes a StrEnum member as its value
             "ts_ms": now_ns // 1_000_000,
             "ts_us": now_ns // 1_000,
             "ts_ns": now_ns,
@@ -265,7 +265,7 @@ class TableSerializer:
             "after": None,
             "source": source,
             "transaction": transaction,
-            "op": Op.TRUNCATE.value,
+            "op": Op.TRUNCATE,
             "ts_ms": now_ns // 1_000_000,
             "ts_us": now_ns // 1_000,
             "ts_ns": now_ns,

@@ -27,6 +27,7 @@ from cdcflow.capture.spi import (
     LogMessage,
     Offset,
     OffsetStore,
+    Op,
     Record,
     RowChange,
     SchemaChange,
@@ -98,6 +99,8 @@ class Dispatcher:
         self._side = SideRecords(framing)
         self._tombstones = properties.tombstones_on_delete
         self._skipped = properties.skipped
+        # Members, not codes: ``op in tuple`` is an identity test, ``op.value`` a Python call.
+        self._skipped_ops = tuple(op for op in Op if op.value in self._skipped)
         self._tx_metadata = properties.provide_transaction_metadata
         self._serializers: dict[int, tuple[TableSchema, TableSerializer]] = {}
         self._tx: _Transaction | None = None
@@ -138,7 +141,7 @@ class Dispatcher:
             if flags & SIGNALS:
                 signalling.on_signal_row(change)
             signalling.on_change(change)
-        if not flags & CAPTURED or change.op.value in self._skipped:
+        if not flags & CAPTURED or change.op in self._skipped_ops:
             self._stats.events_filtered += 1
             return
         serializer = self.serializer(change.table)

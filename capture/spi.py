@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Final, Protocol, runtime_checkable
 
 #: A Kafka Connect schema in its JSON form, e.g. ``{"type": "int32", "optional": False}``.
 ConnectSchema = dict[str, Any]
@@ -133,16 +133,37 @@ class Offset:
         return {k: v for k, v in self.values.items() if k not in ENGINE_OFFSET_KEYS}
 
 
-@dataclass(frozen=True, slots=True)
+# RowChange and Record are made once per event: Final fields set by an explicit __init__
+# instead of frozen=True, whose generated __init__ calls object.__setattr__ per field (about
+# three times the cost); Final keeps them immutable for mypy (and at run time when compiled).
+
+
+@dataclass(init=False, slots=True)
 class RowChange:
     """One row event. ``source`` holds the connector-specific ``source`` block values."""
 
-    table: TableSchema
-    op: Op
-    before: tuple[Any, ...] | None
-    after: tuple[Any, ...] | None
-    source: dict[str, Any]
-    tx_id: str | None = None
+    table: Final[TableSchema]
+    op: Final[Op]
+    before: Final[tuple[Any, ...] | None]
+    after: Final[tuple[Any, ...] | None]
+    source: Final[dict[str, Any]]
+    tx_id: Final[str | None]
+
+    def __init__(
+        self,
+        table: TableSchema,
+        op: Op,
+        before: tuple[Any, ...] | None,
+        after: tuple[Any, ...] | None,
+        source: dict[str, Any],
+        tx_id: str | None = None,
+    ) -> None:
+        self.table = table
+        self.op = op
+        self.before = before
+        self.after = after
+        self.source = source
+        self.tx_id = tx_id
 
 
 @dataclass(frozen=True, slots=True)
@@ -276,14 +297,26 @@ class SchemaChange:
 Event = RowChange | TxBegin | TxCommit | LogMessage | Truncate | SchemaChange | Idle
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(init=False, slots=True)
 class Record:
     """A Kafka record ready to produce; ``value`` None is a tombstone."""
 
-    topic: str
-    key: bytes | None
-    value: bytes | None
-    headers: tuple[tuple[str, bytes], ...] = ()
+    topic: Final[str]
+    key: Final[bytes | None]
+    value: Final[bytes | None]
+    headers: Final[tuple[tuple[str, bytes], ...]]
+
+    def __init__(
+        self,
+        topic: str,
+        key: bytes | None,
+        value: bytes | None,
+        headers: tuple[tuple[str, bytes], ...] = (),
+    ) -> None:
+        self.topic = topic
+        self.key = key
+        self.value = value
+        self.headers = headers
 
 
 class StreamingSource(Protocol):

@@ -21,8 +21,9 @@ from tests.services import node_namespace
 PACKAGES = ["capture", "operator", "sparkapps"]
 TIERS = ("unit", "integration", "e2e")
 CODE = [*PACKAGES, "tests", "bench"]
-#: Test packages type-checked like the shipped ones: the launchers of the tests' services.
-TYPED_TEST_PACKAGES = ["tests.services"]
+#: Packages beside the shipped ones that are type-checked like them: the launchers of the tests'
+#: services and the benchmarks.
+TYPED_TEST_PACKAGES = ["tests.services", "bench"]
 
 
 @dataclass(frozen=True)

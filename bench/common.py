@@ -1,0 +1,171 @@
+"""Helpers the throughput benches share: measuring a process, a Kafka topic and Debezium.
+
+- :class:`Rate`: one measured drain (seconds, rows, CPU seconds, peak RSS);
+- :func:`cpu_seconds` and :func:`peak_rss_mb`: what a process (all its threads) has cost so
+  far, read from ``/proc``;
+- :func:`topic_size`: how many records partition 0 of a topic holds, from its watermarks;
+- :class:`RunningCapture`: a ``cdcflow capture`` child process and its /status endpoint;
+- :func:`debezium_missing` and :func:`run_debezium`: whether a Debezium connector can run here,
+  and one run of it on a fresh standalone Kafka Connect worker with the full JIT (the test
+  fixture of :mod:`tests.services.kafka_connect`), timed from its first record until its topic
+  holds every row, with the worker's CPU seconds and peak RSS.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+import urllib.request
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+from unittest import mock
+
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+
+from cdcflow.operator.devservices import kafka
+
+if TYPE_CHECKING:  # imported where used: the benches run without the tests package too
+    from tests.services.kafka_connect import ConnectWorker
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+#: How long a Debezium connector may take to write the whole backlog.
+DEBEZIUM_TIMEOUT_S = 1800.0
+
+
+@dataclass(frozen=True)
+class Rate:
+    """One measured drain: how long it took, how much it moved, what it cost."""
+
+    seconds: float
+    rows: int
+    cpu_s: float = 0.0
+    peak_rss_mb: float = 0.0
+
+    @property
+    def per_s(self) -> float:
+        return self.rows / self.seconds
+
+    @property
+    def per_cpu_s(self) -> float:
+        """Rows per CPU-second of the measured process (NaN when no CPU time was measured)."""
+        return self.rows / self.cpu_s if self.cpu_s else float("nan")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU seconds process ``pid`` (all its threads) has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime, stime
+
+
+def peak_rss_mb(pid: int) -> float:
+    """The peak resident set size of process ``pid`` (``VmHWM``) in MB; 0 when not reported."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def topic_size(consumer: Consumer, topic: str) -> int:
+    """Records in partition 0 of ``topic`` (0 while the topic does not exist)."""
+    try:
+        low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=2)
+    except KafkaException:
+        return 0
+    return int(high - low)
+
+
+def _status(port: int) -> dict[str, object] | None:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/status", timeout=2) as reply:
+            return dict(json.load(reply))
+    except OSError:
+        return None
+
+
+@dataclass(frozen=True)
+class RunningCapture:
+    """A ``cdcflow capture`` child process and the port of its /status endpoint."""
+
+    process: subprocess.Popen[bytes]
+    status_port: int
+
+    def status(self) -> dict[str, object]:
+        """Its /status document (empty while it does not answer); exits if it died."""
+        if self.process.poll() is not None:
+            raise SystemExit(f"capture exited with {self.process.returncode}")
+        return _status(self.status_port) or {}
+
+    def peak_rss_mb(self) -> float:
+        return peak_rss_mb(self.process.pid)
+
+
+# -- Debezium ------------------------------------------------------------------------------------
+
+
+def debezium_missing(*, connector: str, plugin: str, database: str) -> str | None:
+    """Why a Debezium connector cannot be measured here (None: it can): ``connector`` names
+    the class constant of :mod:`tests.services.kafka_connect` (``MARIADB_CONNECTOR``),
+    ``plugin`` a word of its plugin folder's name, ``database`` what the message calls it."""
+    try:
+        from tests.services import kafka_connect
+    except ImportError as error:
+        return f"tests.services.kafka_connect does not import ({error})"
+    if not hasattr(kafka_connect, connector):
+        return f"tests/services/kafka_connect.py has no {connector}"
+    if not any(plugin in name for name in kafka_connect.PLUGINS):
+        return f"tests/services/kafka_connect.py installs no {database} plugin"
+    return None
+
+
+def run_debezium(
+    broker: kafka.KafkaBroker, *, name: str, config: Mapping[str, str], topic: str, rows: int
+) -> Rate:
+    """Connector ``name`` with ``config`` on a fresh standalone worker with the full JIT: from
+    the first record in ``topic`` until it holds ``rows``, with the worker's CPU seconds over
+    that span and its peak RSS."""
+    from tests.services import kafka_connect
+
+    # The test worker stops the JIT at C1 (it starts faster); a bench gives Debezium the full JIT.
+    full_jit = tuple(o for o in kafka_connect.JVM_OPTIONS if "TieredStopAtLevel" not in o)
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "bench"})
+    try:
+        with (
+            mock.patch.object(kafka_connect, "JVM_OPTIONS", full_jit),
+            kafka_connect.running_connect(broker.bootstrap_servers) as worker,
+        ):
+            worker.rest.put_connector(name, config)
+            worker.rest.wait_running(name, timeout=180)
+            return _drain(worker, consumer, name=name, topic=topic, rows=rows)
+    finally:
+        consumer.close()
+
+
+def _drain(worker: ConnectWorker, consumer: Consumer, *, name: str, topic: str, rows: int) -> Rate:
+    """Poll ``topic`` until it holds ``rows``; raise if the connector failed or stalled."""
+    from tests.services import kafka_connect
+
+    first: tuple[float, float] | None = None  # wall clock and worker CPU at the first record
+    deadline = time.monotonic() + DEBEZIUM_TIMEOUT_S
+    while time.monotonic() < deadline:
+        kafka_connect.failed_trace(worker.rest.status(name), name=name)
+        size = topic_size(consumer, topic)
+        if first is None and size > 0:
+            first = time.perf_counter(), cpu_seconds(worker.pid)
+        if first is not None and size >= rows:
+            seconds, cpu = time.perf_counter() - first[0], cpu_seconds(worker.pid) - first[1]
+            return Rate(seconds, rows, cpu, peak_rss_mb(worker.pid))
+        time.sleep(0.05)
+    raise TimeoutError(f"Debezium wrote {topic_size(consumer, topic)} of {rows} records")
+
+
+def warm_kafka(bootstrap_servers: str, *, timeout_s: float = 60.0) -> None:
+    """Wait until a fresh broker gives idempotent producers their id, so the coordinator's
+    start-up ("Coordinator load in progress") is not timed as part of the first drain."""
+    producer = Producer({"bootstrap.servers": bootstrap_servers, "enable.idempotence": True})
+    producer.produce("bench.warm-up", b"ready")
+    if producer.flush(timeout_s) > 0:
+        raise SystemExit(f"Kafka at {bootstrap_servers} took no record within {timeout_s:.0f} s")
