@@ -34,6 +34,7 @@ HOT_MODULES = (
     "cdcflow.capture.encoders",
     "cdcflow.capture.envelope",
     "cdcflow.capture.pipeline",
+    "cdcflow.capture.stats",
     "cdcflow.capture.connectors.postgres.pgoutput",
     "cdcflow.capture.connectors.postgres.types",
     "cdcflow.capture.connectors.postgres.source",

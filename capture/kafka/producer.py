@@ -62,6 +62,9 @@ DEFAULTS: Mapping[str, Any] = {
     "queue.buffering.max.messages": 200_000,
     "queue.buffering.max.kbytes": 262_144,
     "message.max.bytes": 10_000_000,
+    # the Java client's partitioner (murmur2 of the key): a key lands on the partition it
+    # would have under Debezium on Kafka Connect, not librdkafka's crc32 choice
+    "partitioner": "murmur2_random",
 }
 RETRIABLE_CODES = frozenset(
     {KafkaError._MSG_TIMED_OUT, KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN}
@@ -69,6 +72,8 @@ RETRIABLE_CODES = frozenset(
 FLUSH_SLICE_S = 1.0
 STATISTICS_INTERVAL_MS = 5_000
 CLOSE_TIMEOUT_S = 5.0
+#: librdkafka's "no partition given": its partitioner picks one from the key.
+UNASSIGNED = -1
 #: Records produced between two polls for callbacks.
 POLL_EVERY = 256
 #: A topic lookup's wait for an unreachable Kafka: short, so a stop is never held up long (the
@@ -108,11 +113,16 @@ class KafkaSink:
             **security,
             "bootstrap.servers": bootstrap_servers,
             "logger": client_log,
+            # a lookup must not make a broker with auto.create.topics.enable create the topic
+            # with its defaults: cdcflow creates it with the configured partitions
+            "allow.auto.create.topics": False,
         }
         self._admin = AdminClient(admin_config)
         self._partitions = partitions
         self._replication = replication_factor
-        self._known_topics: set[str] = set()
+        #: Topics known to exist, with the partition to write to: 0 for a one-partition topic
+        #: (no partitioner call per record), else librdkafka's choice by key.
+        self._partition_of: dict[str, int] = {}
         self._errors: list[KafkaError] = []
         self._unpolled = 0
 
@@ -138,12 +148,17 @@ class KafkaSink:
 
     def write(self, record: Record) -> None:
         """Queue one record; blocks (serving acknowledgements) while librdkafka's queue is full."""
-        if record.topic not in self._known_topics:
-            self.ensure_topic(record.topic)
+        partition = self._partition_of.get(record.topic)
+        if partition is None:
+            partition = self.ensure_topic(record.topic)
         while True:
             try:
                 self._producer.produce(
-                    record.topic, record.value, record.key, headers=list(record.headers) or None
+                    record.topic,
+                    record.value,
+                    record.key,
+                    partition,
+                    headers=list(record.headers) or None,
                 )
                 break
             except BufferError:
@@ -173,8 +188,9 @@ class KafkaSink:
             )
         raise FatalError(text)
 
-    def ensure_topic(self, topic: str) -> None:
-        """Create ``topic`` unless it exists (idempotent across processes)."""
+    def ensure_topic(self, topic: str) -> int:
+        """Create ``topic`` unless it exists (idempotent across processes); the partition to
+        write it with (see ``_partition_of``)."""
         try:
             metadata = self._admin.list_topics(topic=topic, timeout=LOOKUP_TIMEOUT_S)
         except KafkaException as error:
@@ -187,7 +203,12 @@ class KafkaSink:
         described = metadata.topics.get(topic)
         if described is None or described.error is not None:
             self._create(topic)
-        self._known_topics.add(topic)
+            partitions = self._partitions
+        else:
+            partitions = len(described.partitions)
+        partition = 0 if partitions == 1 else UNASSIGNED
+        self._partition_of[topic] = partition
+        return partition
 
     def _create(self, topic: str) -> None:
         new = NewTopic(topic, num_partitions=self._partitions, replication_factor=self._replication)

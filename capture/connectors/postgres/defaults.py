@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from typing import Any, Final
+from typing import Final
 
+from cdcflow.capture.encoders import with_null_fill
 from cdcflow.capture.spi import Column
 
 _LITERAL: Final = re.compile(r"'(.*?)'")
@@ -115,15 +116,13 @@ def with_default(column: Column, text: str | None, *, replace_nulls: bool = True
         return column
     if default is None or isinstance(default, dict):
         return column
-    schema = {**column.schema, "default": default}
-    if not replace_nulls and column.optional:
-        # A NOT NULL column's null (a key-only before image) takes the default all the same:
-        # Debezium fills it in before any converter sees the record.
-        return replace(column, schema=schema)
-    convert = column.convert
-
-    def or_default(raw: Any) -> Any:
-        value = convert(raw)
-        return default if value is None else value
-
-    return replace(column, schema=schema, convert=or_default)
+    # A NOT NULL column's null (a key-only before image) takes the default even without
+    # replace.null.with.default: Debezium fills it in before any converter sees the record.
+    convert = with_null_fill(
+        column.convert,
+        optional=column.optional,
+        default=default,
+        fallback=None,
+        replace=replace_nulls,
+    )
+    return replace(column, schema={**column.schema, "default": default}, convert=convert)

@@ -415,14 +415,16 @@ class PostgresStream:
 
     def _source_for(self, table: TableId, lsn: int) -> dict[str, Any]:
         last = self._last_commit_lsn
-        return {
+        source = {
             **self._tx_base,
             "sequence": f'["{last}","{lsn}"]' if last is not None else f'[null,"{lsn}"]',
             "schema": table.schema,
             "table": table.table,
             "lsn": lsn,
-            **({"xmin": self._xmin()} if self._xmin is not None else {}),
         }
+        if self._xmin is not None:
+            source["xmin"] = self._xmin()  # in place: the block already holds the key
+        return source
 
     def _row(
         self, message: pgoutput.Insert | pgoutput.Update | pgoutput.Delete, lsn: int
