@@ -35,6 +35,7 @@ HOT_MODULES = (
     "cdcflow.capture.envelope",
     "cdcflow.capture.pipeline",
     "cdcflow.capture.stats",
+    "cdcflow.capture.kafka.producer",
     "cdcflow.capture.connectors.postgres.pgoutput",
     "cdcflow.capture.connectors.postgres.types",
     "cdcflow.capture.connectors.postgres.source",

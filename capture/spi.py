@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Final, Protocol, runtime_checkable
 
 #: A Kafka Connect schema in its JSON form, e.g. ``{"type": "int32", "optional": False}``.
@@ -106,12 +106,20 @@ ENGINE_OFFSET_KEYS = ("snapshot", "incremental_snapshot")
 :class:`Position` never uses them."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(init=False, slots=True)
 class Offset:
     """A stored position as JSON-safe scalars (the ``sourceOffset`` of Kafka Connect): the
-    connector's :class:`Position` keys plus the engine's :data:`ENGINE_OFFSET_KEYS`."""
+    connector's :class:`Position` keys plus the engine's :data:`ENGINE_OFFSET_KEYS`.
 
-    values: Mapping[str, Any] = field(default_factory=dict)
+    Offsets, transaction and idle events, row changes and records are made per event or per
+    transaction: Final fields set by an explicit __init__ instead of frozen=True, whose
+    generated __init__ calls object.__setattr__ per field (about three times the cost); Final
+    keeps them immutable for mypy (and at run time where the module is compiled)."""
+
+    values: Final[Mapping[str, Any]]
+
+    def __init__(self, values: Mapping[str, Any] | None = None) -> None:
+        self.values = {} if values is None else values
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.values)
@@ -131,11 +139,6 @@ class Offset:
     def connector_values(self) -> dict[str, Any]:
         """The connector's keys only: what its :class:`Position` reads back."""
         return {k: v for k, v in self.values.items() if k not in ENGINE_OFFSET_KEYS}
-
-
-# RowChange and Record are made once per event: Final fields set by an explicit __init__
-# instead of frozen=True, whose generated __init__ calls object.__setattr__ per field (about
-# three times the cost); Final keeps them immutable for mypy (and at run time when compiled).
 
 
 @dataclass(init=False, slots=True)
@@ -166,7 +169,7 @@ class RowChange:
         self.tx_id = tx_id
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(init=False, slots=True)
 class TxBegin:
     """A source transaction starts; ``tx_id`` matches the RowChanges that follow.
 
@@ -175,18 +178,30 @@ class TxBegin:
     the stored position (it was delivered before the stop).
     """
 
-    tx_id: str
-    source: dict[str, Any]
-    commits_at: Offset | None = None
+    tx_id: Final[str]
+    source: Final[dict[str, Any]]
+    commits_at: Final[Offset | None]
+
+    def __init__(
+        self, tx_id: str, source: dict[str, Any], commits_at: Offset | None = None
+    ) -> None:
+        self.tx_id = tx_id
+        self.source = source
+        self.commits_at = commits_at
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(init=False, slots=True)
 class TxCommit:
     """A source transaction committed; every change before it is covered by ``offset``."""
 
-    tx_id: str
-    offset: Offset
-    source: dict[str, Any]
+    tx_id: Final[str]
+    offset: Final[Offset]
+    source: Final[dict[str, Any]]
+
+    def __init__(self, tx_id: str, offset: Offset, source: dict[str, Any]) -> None:
+        self.tx_id = tx_id
+        self.offset = offset
+        self.source = source
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,11 +230,14 @@ class Truncate:
         return self.sources[0]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(init=False, slots=True)
 class Idle:
     """Nothing new; ``offset`` is a position the source may confirm once earlier work is durable."""
 
-    offset: Offset | None = None
+    offset: Final[Offset | None]
+
+    def __init__(self, offset: Offset | None = None) -> None:
+        self.offset = offset
 
 
 @dataclass(frozen=True, slots=True)

@@ -308,7 +308,9 @@ class PostgresStream:
                 yield Idle()
                 continue
             if type(frame) is pgoutput.Keepalive:
-                yield from self._keepalive(frame)
+                idle = self._keepalive(frame)
+                if idle is not None:
+                    yield idle
                 continue
             assert isinstance(frame, pgoutput.XLogData)
             if frame.data_start > self._received:
@@ -317,7 +319,7 @@ class PostgresStream:
             if event is not None:
                 yield event
 
-    def _keepalive(self, frame: pgoutput.Keepalive) -> Iterator[Event]:
+    def _keepalive(self, frame: pgoutput.Keepalive) -> Idle | None:
         if frame.reply_requested:
             self._send_status(reply=False)
         if self._tx is None and frame.wal_end > self._flushed:
@@ -325,7 +327,8 @@ class PostgresStream:
             # the records before it are durable, which keeps idle or filtered slots advancing.
             self._received = max(self._received, frame.wal_end)
             ts_us = pgoutput.to_unix_us(frame.send_time_us)
-            yield Idle(lsn_offset(lsn=frame.wal_end, tx_id=None, ts_us=ts_us))
+            return Idle(lsn_offset(lsn=frame.wal_end, tx_id=None, ts_us=ts_us))
+        return None
 
     def _handle(self, message: pgoutput.PgOutputMessage, lsn: int) -> Event | None:
         kind = type(message)
