@@ -4,11 +4,14 @@
 - :func:`cpu_seconds` and :func:`peak_rss_mb`: what a process (all its threads) has cost so
   far, read from ``/proc``;
 - :func:`topic_size`: how many records partition 0 of a topic holds, from its watermarks;
+- :func:`topic_rate`: the time from a topic's first record until it holds N, with what a
+  process cost over that span (cdcflow and Debezium are timed by it alike);
 - :class:`RunningCapture`: a ``cdcflow capture`` child process and its /status endpoint;
 - :func:`debezium_missing` and :func:`run_debezium`: whether a Debezium connector can run here,
   and one run of it on a fresh standalone Kafka Connect worker with the full JIT (the test
   fixture of :mod:`tests.services.kafka_connect`), timed from its first record until its topic
-  holds every row, with the worker's CPU seconds and peak RSS.
+  holds every row, with the worker's CPU seconds and peak RSS;
+- :func:`print_line` and :func:`print_goal`: the report's lines.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import os
 import subprocess
 import time
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -148,18 +151,10 @@ def _drain(worker: ConnectWorker, consumer: Consumer, *, name: str, topic: str, 
     """Poll ``topic`` until it holds ``rows``; raise if the connector failed or stalled."""
     from tests.services import kafka_connect
 
-    first: tuple[float, float] | None = None  # wall clock and worker CPU at the first record
-    deadline = time.monotonic() + DEBEZIUM_TIMEOUT_S
-    while time.monotonic() < deadline:
+    def check() -> None:
         kafka_connect.failed_trace(worker.rest.status(name), name=name)
-        size = topic_size(consumer, topic)
-        if first is None and size > 0:
-            first = time.perf_counter(), cpu_seconds(worker.pid)
-        if first is not None and size >= rows:
-            seconds, cpu = time.perf_counter() - first[0], cpu_seconds(worker.pid) - first[1]
-            return Rate(seconds, rows, cpu, peak_rss_mb(worker.pid))
-        time.sleep(0.05)
-    raise TimeoutError(f"Debezium wrote {topic_size(consumer, topic)} of {rows} records")
+
+    return topic_rate(consumer, topic=topic, rows=rows, pid=worker.pid, check=check)
 
 
 def warm_kafka(bootstrap_servers: str, *, timeout_s: float = 60.0) -> None:
@@ -169,3 +164,45 @@ def warm_kafka(bootstrap_servers: str, *, timeout_s: float = 60.0) -> None:
     producer.produce("bench.warm-up", b"ready")
     if producer.flush(timeout_s) > 0:
         raise SystemExit(f"Kafka at {bootstrap_servers} took no record within {timeout_s:.0f} s")
+
+
+def topic_rate(
+    consumer: Consumer,
+    *,
+    topic: str,
+    rows: int,
+    pid: int,
+    check: Callable[[], object] = lambda: None,
+    timeout_s: float = DEBEZIUM_TIMEOUT_S,
+) -> Rate:
+    """From the first record in ``topic`` until it holds ``rows``: the seconds, process
+    ``pid``'s CPU seconds over that span and its peak RSS. The records the topic already held
+    at the poll that first saw any are left out of the rate's rows, so a late first poll does
+    not inflate it. ``check`` runs at every poll and raises to give up (the process died, the
+    connector failed)."""
+    first: tuple[float, float, int] | None = None  # wall clock, CPU seconds and size then
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        check()
+        size = topic_size(consumer, topic)
+        if first is None and size > 0:
+            first = time.perf_counter(), cpu_seconds(pid), size
+        if first is not None and size >= rows:
+            seconds, cpu = time.perf_counter() - first[0], cpu_seconds(pid) - first[1]
+            return Rate(seconds, rows - first[2], cpu, peak_rss_mb(pid))
+        time.sleep(0.05)
+    raise TimeoutError(f"{topic} holds {topic_size(consumer, topic)} of {rows} records")
+
+
+def print_line(label: str, text: str) -> None:
+    """One line of a bench's report: the label in a column, then the figure."""
+    print(f"{label:<44}: {text}")
+
+
+def print_goal(label: str, ratio: float | None, goal: float) -> None:
+    """A measured ratio beside its goal, met or not (``None``: Debezium was not measured)."""
+    if ratio is None:
+        print_line(label, f"{'-':>10} (goal ≥ {goal:.2f}; Debezium not measured)")
+        return
+    verdict = "met" if ratio >= goal else "not met"
+    print_line(label, f"{ratio:>10.2f} (goal ≥ {goal:.2f}: {verdict})")

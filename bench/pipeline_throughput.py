@@ -45,6 +45,8 @@ from bench.common import (
     RunningCapture,
     cpu_seconds,
     debezium_missing,
+    print_goal,
+    print_line,
     run_debezium,
     warm_kafka,
 )
@@ -233,7 +235,7 @@ def _run_capture(
 # -- Debezium ------------------------------------------------------------------------------------
 
 
-def _debezium_config(server: postgres.PostgresServer, run: DebeziumRun) -> dict[str, str]:
+def debezium_config(server: postgres.PostgresServer, run: DebeziumRun) -> dict[str, str]:
     """The connector as the tests configure it (superuser, pgoutput), on the bench's own
     publication and ``run``'s slot, streaming only (the slot holds the whole backlog)."""
     from tests.services import kafka_connect
@@ -264,7 +266,7 @@ def _run_debezium(
     """Each of :data:`DEBEZIUM_RUNS` over the whole backlog, by label: its rate, or why not."""
     results: dict[str, Rate | str] = {}
     for run in DEBEZIUM_RUNS:
-        config = _debezium_config(server, run)
+        config = debezium_config(server, run)
         topic = f"{run.prefix}.public.bench"
         try:
             results[run.label] = run_debezium(
@@ -278,35 +280,31 @@ def _run_debezium(
 # -- Report --------------------------------------------------------------------------------------
 
 
-def _line(label: str, text: str) -> None:
-    print(f"{label:<44}: {text}")
-
-
 def _print_cdcflow(raw: Rate, capture: Rate, seen: int) -> None:
-    _line("raw pgoutput receive ceiling", f"{raw.per_s:>10,.0f} rows/s ({raw.rows} rows)")
-    _line(
+    print_line("raw pgoutput receive ceiling", f"{raw.per_s:>10,.0f} rows/s ({raw.rows} rows)")
+    print_line(
         "cdcflow capture → Kafka (acked)",
         f"{capture.per_s:>10,.0f} events/s (target ≥ {TARGET_EVENTS_PER_S:,}/s)",
     )
-    _line(
+    print_line(
         "cdcflow capture CPU while draining",
         f"{capture.cpu_s:>10.1f} s ({capture.cpu_s / capture.seconds:.2f} cores, "
         f"{capture.seconds:.1f} s wall)",
     )
-    _line("cdcflow events per CPU-second", f"{capture.per_cpu_s:>10,.0f}")
-    _line(
+    print_line("cdcflow events per CPU-second", f"{capture.per_cpu_s:>10,.0f}")
+    print_line(
         "cdcflow capture peak RSS",
         f"{capture.peak_rss_mb:>10.0f} MB (target < {TARGET_RSS_MB} MB)",
     )
-    _line("events counted by /status", f"{seen:>10,}")
+    print_line("events counted by /status", f"{seen:>10,}")
 
 
-def _print_debezium(results: Mapping[str, Rate | str]) -> None:
+def print_debezium(results: Mapping[str, Rate | str]) -> None:
     for label, result in results.items():
         if isinstance(result, str):
-            _line(f"Debezium PostgreSQL ({label})", f"not measured, {result}")
+            print_line(f"Debezium PostgreSQL ({label})", f"not measured, {result}")
             continue
-        _line(
+        print_line(
             f"Debezium PostgreSQL ({label})",
             f"{result.per_s:>10,.0f} events/s ({result.cpu_s:.1f} CPU s, "
             f"{result.per_cpu_s:,.0f} events per CPU-second, "
@@ -314,22 +312,14 @@ def _print_debezium(results: Mapping[str, Rate | str]) -> None:
         )
 
 
-def _goal(label: str, ratio: float | None, goal: float) -> None:
-    if ratio is None:
-        _line(label, f"{'-':>10} (goal ≥ {goal:.2f}; Debezium not measured)")
-        return
-    verdict = "met" if ratio >= goal else "not met"
-    _line(label, f"{ratio:>10.2f} (goal ≥ {goal:.2f}: {verdict})")
-
-
 def _print_goals(raw: Rate, capture: Rate, tuned: Rate | None) -> None:
-    _goal(
+    print_goal(
         "cdcflow ÷ tuned Debezium, events/s",
         capture.per_s / tuned.per_s if tuned else None,
         GOAL_VS_DEBEZIUM,
     )
-    _goal("cdcflow ÷ raw pgoutput receive rate", capture.per_s / raw.per_s, GOAL_VS_RAW)
-    _goal(
+    print_goal("cdcflow ÷ raw pgoutput receive rate", capture.per_s / raw.per_s, GOAL_VS_RAW)
+    print_goal(
         "cdcflow ÷ tuned Debezium, events per CPU-s",
         capture.per_cpu_s / tuned.per_cpu_s if tuned else None,
         GOAL_PER_CPU_VS_DEBEZIUM,
@@ -371,9 +361,9 @@ def main() -> None:
             debezium = _run_debezium(server, broker, rows=rows)
     _print_cdcflow(raw, capture, seen)
     if debezium:
-        _print_debezium(debezium)
+        print_debezium(debezium)
     else:
-        _line("Debezium PostgreSQL connector", f"not measured, {not_measured}")
+        print_line("Debezium PostgreSQL connector", f"not measured, {not_measured}")
     tuned = debezium.get("tuned producer")
     _print_goals(raw, capture, tuned if isinstance(tuned, Rate) else None)
 

@@ -1,0 +1,211 @@
+"""Snapshot a table into Kafka with `cdcflow capture`, beside the Debezium PostgreSQL connector.
+
+Starts PostgreSQL and Kafka and fills table ``snap`` (the columns of
+:mod:`bench.pipeline_throughput`'s table) with N rows (default 1,000,000) in one
+``INSERT … SELECT generate_series``, then ``VACUUM (FREEZE, ANALYZE)`` so that every reader
+finds the same pages (the first one does not pay for setting hint bits) and a row estimate;
+publication ``snap`` covers it. Then, one after another over the same table:
+
+1. ``cdcflow capture`` as a child process (slot ``snap``, JSON with schemas, Kafka sink) is
+   timed from the first record in its topic ``bench.public.snap`` until the topic holds every
+   row, with its CPU seconds over that span (events per CPU-second) and its peak RSS;
+2. the Debezium PostgreSQL connector (pgoutput, publication ``snap`` with
+   ``publication.autocreate.mode=disabled``, JSON with schemas, the worker's default
+   converters) on a fresh standalone Kafka Connect worker with the full JIT, timed alike with
+   the worker's CPU seconds and peak RSS; twice: with Connect's default producer (slot
+   ``bench_dbz``, prefix ``dbz``) and with a producer tuned like cdcflow's (``linger.ms`` 5,
+   ``batch.size`` 1 MB, lz4, as ``producer.override.*``; slot ``bench_dbzt``, prefix
+   ``dbzt``). ``--no-debezium`` skips it; when the worker or the plugin is unavailable the
+   bench says why.
+
+Both run ``snapshot.mode=initial``, not ``initial_only``: ``cdcflow capture`` exits once an
+``initial_only`` snapshot is done, taking its CPU time and peak RSS out of ``/proc`` before the
+last record may have been counted. Under ``initial`` each connector creates its slot and reads
+the table in the slot's exported snapshot, then streams a slot that receives nothing; the slot
+is created before the first record, outside the timed span.
+
+It ends with the ratios the goals name: cdcflow against tuned Debezium in events/s and in
+events per CPU-second.
+
+    python -m bench.snapshot_throughput [--rows 1000000] [--no-debezium]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import tempfile
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+import psycopg
+from confluent_kafka import Consumer
+
+from bench import pipeline_throughput as pipeline
+from bench.common import (
+    Rate,
+    debezium_missing,
+    print_goal,
+    print_line,
+    run_debezium,
+    topic_rate,
+    warm_kafka,
+)
+from cdcflow.operator.devservices import kafka, postgres
+
+TABLE = "snap"
+#: The publication and cdcflow's slot.
+PUBLICATION = SLOT = "snap"
+#: The topic prefix :func:`bench.pipeline_throughput.start_capture` gives cdcflow.
+CAPTURE_PREFIX = "bench"
+SNAPSHOT_MODE = "initial"
+SCHEMA = pipeline.SCHEMA.replace("CREATE TABLE bench ", f"CREATE TABLE {TABLE} ", 1)
+#: The properties both connectors get on top of their bench defaults.
+SNAPSHOT_CONFIG = {
+    "slot.name": SLOT,
+    "publication.name": PUBLICATION,
+    "table.include.list": f"public\\.{TABLE}",
+    "snapshot.mode": SNAPSHOT_MODE,
+}
+
+
+def _topic(prefix: str) -> str:
+    return f"{prefix}.public.{TABLE}"
+
+
+def _prepare(dsn: str, rows: int) -> float:
+    """The table filled with ``rows`` rows, vacuumed, and its publication; the seconds taken."""
+    started = time.perf_counter()
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(SCHEMA)
+        conn.execute(
+            f"INSERT INTO {TABLE} (id, name, amount) SELECT g, 'customer ' || g, g / 100.0 "
+            "FROM generate_series(1, %s::bigint) g",
+            (rows,),
+        )
+        conn.execute(f"VACUUM (FREEZE, ANALYZE) {TABLE}")
+        conn.execute(f"CREATE PUBLICATION {PUBLICATION} FOR TABLE {TABLE}")
+    return time.perf_counter() - started
+
+
+@contextlib.contextmanager
+def _consumer(broker: kafka.KafkaBroker) -> Iterator[Consumer]:
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "bench"})
+    try:
+        yield consumer
+    finally:
+        consumer.close()
+
+
+def _run_capture(
+    server: postgres.PostgresServer, broker: kafka.KafkaBroker, *, workdir: Path, rows: int
+) -> Rate:
+    """cdcflow's snapshot from its first record in Kafka to all ``rows`` of them, with the
+    capture's CPU seconds over that span and its peak RSS (the rate counts the records that
+    arrived within the span)."""
+    with (
+        _consumer(broker) as consumer,  # first: it polls as soon as the capture is connected
+        pipeline.start_capture(server, broker, workdir, config=SNAPSHOT_CONFIG) as capture,
+    ):
+        return topic_rate(
+            consumer,
+            topic=_topic(CAPTURE_PREFIX),
+            rows=rows,
+            pid=capture.process.pid,
+            check=capture.status,  # raises when the capture died
+        )
+
+
+# -- Debezium ------------------------------------------------------------------------------------
+
+
+def _debezium_config(server: postgres.PostgresServer, run: pipeline.DebeziumRun) -> dict[str, str]:
+    """pipeline_throughput's connector for ``run``, snapshotting this bench's table."""
+    return {**pipeline.debezium_config(server, run), **SNAPSHOT_CONFIG, "slot.name": run.slot}
+
+
+def _run_debezium(
+    server: postgres.PostgresServer, broker: kafka.KafkaBroker, *, rows: int
+) -> dict[str, Rate | str]:
+    """Each of pipeline_throughput's Debezium runs over the table, by label: its rate, or why
+    not."""
+    results: dict[str, Rate | str] = {}
+    for run in pipeline.DEBEZIUM_RUNS:
+        config = _debezium_config(server, run)
+        try:
+            results[run.label] = run_debezium(
+                broker, name=run.prefix, config=config, topic=_topic(run.prefix), rows=rows
+            )
+        except Exception as error:  # reported beside the results
+            results[run.label] = f"failed: {type(error).__name__}: {error}"
+    return results
+
+
+# -- Report --------------------------------------------------------------------------------------
+
+
+def _print_cdcflow(capture: Rate) -> None:
+    print_line(
+        "cdcflow snapshot → Kafka",
+        f"{capture.per_s:>10,.0f} events/s ({capture.rows:,} events timed)",
+    )
+    print_line(
+        "cdcflow capture CPU while snapshotting",
+        f"{capture.cpu_s:>10.1f} s ({capture.cpu_s / capture.seconds:.2f} cores, "
+        f"{capture.seconds:.1f} s wall)",
+    )
+    print_line("cdcflow events per CPU-second", f"{capture.per_cpu_s:>10,.0f}")
+    print_line("cdcflow capture peak RSS", f"{capture.peak_rss_mb:>10.0f} MB")
+
+
+def _print_debezium(results: Mapping[str, Rate | str], not_measured: str | None) -> None:
+    if results:
+        pipeline.print_debezium(results)
+    else:
+        print_line("Debezium PostgreSQL connector", f"not measured, {not_measured}")
+
+
+def _print_goals(capture: Rate, tuned: Rate | None) -> None:
+    print_goal(
+        "cdcflow ÷ tuned Debezium, events/s",
+        capture.per_s / tuned.per_s if tuned else None,
+        pipeline.GOAL_VS_DEBEZIUM,
+    )
+    print_goal(
+        "cdcflow ÷ tuned Debezium, events per CPU-s",
+        capture.per_cpu_s / tuned.per_cpu_s if tuned else None,
+        pipeline.GOAL_PER_CPU_VS_DEBEZIUM,
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--no-debezium", action="store_true", help="skip the Debezium connector")
+    args = parser.parse_args()
+    rows: int = args.rows
+    not_measured = (
+        "skipped (--no-debezium)"
+        if args.no_debezium
+        else debezium_missing(
+            connector="POSTGRES_CONNECTOR", plugin="postgres", database="PostgreSQL"
+        )
+    )
+    debezium: dict[str, Rate | str] = {}
+    with postgres.running_postgres() as server, kafka.running_kafka() as broker:
+        warm_kafka(broker.bootstrap_servers)
+        seconds = _prepare(server.dsn(), rows)
+        print(f"table: {rows:,} rows written and vacuumed in {seconds:.1f}s")
+        with tempfile.TemporaryDirectory() as workdir:
+            capture = _run_capture(server, broker, workdir=Path(workdir), rows=rows)
+        if not_measured is None:
+            debezium = _run_debezium(server, broker, rows=rows)
+    _print_cdcflow(capture)
+    _print_debezium(debezium, not_measured)
+    tuned = debezium.get("tuned producer")
+    _print_goals(capture, tuned if isinstance(tuned, Rate) else None)
+
+
+if __name__ == "__main__":
+    main()
