@@ -4,7 +4,9 @@ Starts PostgreSQL and Kafka and fills table ``snap`` (the columns of
 :mod:`bench.pipeline_throughput`'s table) with N rows (default 1,000,000) in one
 ``INSERT … SELECT generate_series``, then ``VACUUM (FREEZE, ANALYZE)`` so that every reader
 finds the same pages (the first one does not pay for setting hint bits) and a row estimate;
-publication ``snap`` covers it. Then, one after another over the same table:
+publication ``snap`` covers it. The ceiling is the table read as cdcflow's snapshot reads it
+(a server-side cursor, every column as the server's text) with nothing done with the rows.
+Then, one after another over the same table:
 
 1. ``cdcflow capture`` as a child process (slot ``snap``, JSON with schemas, Kafka sink) is
    timed from the first record in its topic ``bench.public.snap`` until the topic holds every
@@ -25,7 +27,7 @@ the table in the slot's exported snapshot, then streams a slot that receives not
 is created before the first record, outside the timed span.
 
 It ends with the ratios the goals name: cdcflow against tuned Debezium in events/s and in
-events per CPU-second.
+events per CPU-second, and cdcflow against the ceiling.
 
     python -m bench.snapshot_throughput [--rows 1000000] [--no-debezium]
 """
@@ -41,6 +43,7 @@ from pathlib import Path
 
 import psycopg
 from confluent_kafka import Consumer
+from psycopg.types.string import TextLoader
 
 from bench import pipeline_throughput as pipeline
 from bench.common import (
@@ -60,6 +63,8 @@ PUBLICATION = SLOT = "snap"
 #: The topic prefix :func:`bench.pipeline_throughput.start_capture` gives cdcflow.
 CAPTURE_PREFIX = "bench"
 SNAPSHOT_MODE = "initial"
+#: Rows per round trip, as cdcflow's snapshot.fetch.size default.
+FETCH_SIZE = 10_240
 SCHEMA = pipeline.SCHEMA.replace("CREATE TABLE bench ", f"CREATE TABLE {TABLE} ", 1)
 #: The properties both connectors get on top of their bench defaults.
 SNAPSHOT_CONFIG = {
@@ -87,6 +92,26 @@ def _prepare(dsn: str, rows: int) -> float:
         conn.execute(f"VACUUM (FREEZE, ANALYZE) {TABLE}")
         conn.execute(f"CREATE PUBLICATION {PUBLICATION} FOR TABLE {TABLE}")
     return time.perf_counter() - started
+
+
+def _raw_ceiling(dsn: str) -> Rate:
+    """The table read as cdcflow's snapshot reads it (a server-side cursor, every column
+    loaded as the server's text, :data:`FETCH_SIZE` rows per round trip) with nothing done
+    with the rows: the ceiling of a Python snapshot reader."""
+    with psycopg.connect(dsn) as conn:
+        for oid in conn.execute(
+            "SELECT DISTINCT atttypid FROM pg_attribute WHERE attrelid = %s::regclass "
+            "AND attnum > 0",
+            (TABLE,),
+        ).fetchall():
+            conn.adapters.register_loader(oid[0], TextLoader)
+        started, rows = time.perf_counter(), 0
+        with conn.cursor(name="raw") as cursor:
+            cursor.itersize = FETCH_SIZE
+            cursor.execute(f"SELECT * FROM {TABLE}")
+            for _ in cursor:
+                rows += 1
+        return Rate(time.perf_counter() - started, rows)
 
 
 @contextlib.contextmanager
@@ -145,7 +170,8 @@ def _run_debezium(
 # -- Report --------------------------------------------------------------------------------------
 
 
-def _print_cdcflow(capture: Rate) -> None:
+def _print_cdcflow(raw: Rate, capture: Rate) -> None:
+    print_line("raw snapshot read ceiling", f"{raw.per_s:>10,.0f} rows/s ({raw.rows:,} rows)")
     print_line(
         "cdcflow snapshot → Kafka",
         f"{capture.per_s:>10,.0f} events/s ({capture.rows:,} events timed)",
@@ -166,7 +192,7 @@ def _print_debezium(results: Mapping[str, Rate | str], not_measured: str | None)
         print_line("Debezium PostgreSQL connector", f"not measured, {not_measured}")
 
 
-def _print_goals(capture: Rate, tuned: Rate | None) -> None:
+def _print_goals(raw: Rate, capture: Rate, tuned: Rate | None) -> None:
     print_goal(
         "cdcflow ÷ tuned Debezium, events/s",
         capture.per_s / tuned.per_s if tuned else None,
@@ -177,6 +203,7 @@ def _print_goals(capture: Rate, tuned: Rate | None) -> None:
         capture.per_cpu_s / tuned.per_cpu_s if tuned else None,
         pipeline.GOAL_PER_CPU_VS_DEBEZIUM,
     )
+    print_line("cdcflow ÷ raw snapshot read ceiling", f"{capture.per_s / raw.per_s:>10.2f}")
 
 
 def main() -> None:
@@ -197,14 +224,15 @@ def main() -> None:
         warm_kafka(broker.bootstrap_servers)
         seconds = _prepare(server.dsn(), rows)
         print(f"table: {rows:,} rows written and vacuumed in {seconds:.1f}s")
+        raw = _raw_ceiling(server.dsn())
         with tempfile.TemporaryDirectory() as workdir:
             capture = _run_capture(server, broker, workdir=Path(workdir), rows=rows)
         if not_measured is None:
             debezium = _run_debezium(server, broker, rows=rows)
-    _print_cdcflow(capture)
+    _print_cdcflow(raw, capture)
     _print_debezium(debezium, not_measured)
     tuned = debezium.get("tuned producer")
-    _print_goals(capture, tuned if isinstance(tuned, Rate) else None)
+    _print_goals(raw, capture, tuned if isinstance(tuned, Rate) else None)
 
 
 if __name__ == "__main__":

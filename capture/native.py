@@ -39,7 +39,21 @@ HOT_MODULES = (
     "cdcflow.capture.connectors.postgres.pgoutput",
     "cdcflow.capture.connectors.postgres.types",
     "cdcflow.capture.connectors.postgres.source",
+    "cdcflow.capture.connectors.mysql.binlog",
+    "cdcflow.capture.connectors.mysql.position",
+    "cdcflow.capture.connectors.mysql.source",
+    "cdcflow.capture.connectors.mysql.types",
+    "cdcflow.capture.connectors.db2.lsn",
+    "cdcflow.capture.connectors.db2.stream",
+    "cdcflow.capture.connectors.db2.types",
 )
+#: mypy's settings for the scratch copy: the drivers that ship no type information are Any,
+#: as pyproject.toml's [tool.mypy] overrides say for the whole project.
+MYPY_CONFIG = """\
+[mypy]
+[mypy-pymysqlreplication.*,ibm_db,ibm_db.*,ibm_db_dbi,ibm_db_dbi.*,confluent_kafka.*]
+ignore_missing_imports = True
+"""
 MANIFEST = "native-manifest.json"
 SUFFIX = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
 
@@ -60,13 +74,17 @@ def _extension(module: str, root: Path) -> Path:
     return root.joinpath(*module.split(".")).with_name(module.rsplit(".", 1)[1] + SUFFIX)
 
 
-def digest(root: Path) -> str:
-    """What the extensions depend on: the hot modules' sources, mypy's version, Python's ABI."""
+def _compiler() -> str:
     try:
-        compiler = importlib.metadata.version("mypy")
+        return importlib.metadata.version("mypy")
     except importlib.metadata.PackageNotFoundError:
-        compiler = "unknown"  # no compiler here: extensions, if any, came from elsewhere
-    hashed = hashlib.sha256(f"{compiler} {SUFFIX}".encode())
+        return "unknown"  # no compiler here: extensions, if any, came from elsewhere
+
+
+def digest(root: Path, *, compiler: str | None = None) -> str:
+    """What the extensions depend on: the hot modules' sources, the compiler's version (the
+    installed mypy's unless given) and Python's ABI."""
+    hashed = hashlib.sha256(f"{compiler or _compiler()} {SUFFIX}".encode())
     for module in HOT_MODULES:
         hashed.update(module.encode() + b"\0" + _source(module, root).read_bytes())
     return hashed.hexdigest()[:20]
@@ -82,7 +100,9 @@ def stale(root: Path | None = None) -> list[str]:
     current)."""
     root = root or _installed_root()
     present = [m for m in HOT_MODULES if _extension(m, root).exists()]
-    if not present or _manifest(root).get("digest") == digest(root):
+    manifest = _manifest(root)
+    # judged with the compiler that built them: an image ships extensions without mypy
+    if not present or manifest.get("digest") == digest(root, compiler=manifest.get("compiler")):
         return []
     return present
 
@@ -112,7 +132,8 @@ def build(root: Path | None = None, *, cache: Path | None = None) -> list[str]:
     files = json.loads((cached / MANIFEST).read_text())["files"]
     for name in files:
         shutil.copy2(cached / name, root / name)
-    (root / MANIFEST).write_text(json.dumps({"digest": key, "files": files}))
+    manifest = {"digest": key, "compiler": _compiler(), "files": files}
+    (root / MANIFEST).write_text(json.dumps(manifest))
     return list(files)
 
 
@@ -128,6 +149,7 @@ def _compile(root: Path, into: Path) -> None:
         skip = shutil.ignore_patterns("__pycache__", "*.so")
         shutil.copytree(root / "cdcflow", work / "cdcflow", symlinks=False, ignore=skip)
         (work / "cdcflow" / "__init__.py").touch()  # a regular package for mypy's module names
+        (work / "mypy.ini").write_text(MYPY_CONFIG)
         sources = [str(_source(m, Path())) for m in HOT_MODULES]
         result = subprocess.run(
             [sys.executable, "-m", "mypyc", *sources],

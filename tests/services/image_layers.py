@@ -11,8 +11,8 @@
   dependencies (not cdcflow) into dist-packages, for CPython 3.11 on manylinux x86_64; keyed
   by pyproject.toml, the extras and the target (:func:`deps_key`).
 * :func:`app_layer`: cdcflow's wheel, built with ``uv build`` from a copy of the checkout's
-  :data:`SOURCE_PATHS`, and its launchers in ``/usr/local/bin``; keyed by those files
-  (:func:`source_digest`).
+  :data:`SOURCE_PATHS`, its hot path compiled (:mod:`cdcflow.capture.native`) and its
+  launchers in ``/usr/local/bin``; keyed by those files (:func:`source_digest`).
 * :func:`spark_layer`: ``/opt/entrypoint.sh`` (:data:`ENTRYPOINT`), ``sink_main.py`` and the
   Kafka-source and Delta jars; keyed by their contents.
 * :func:`build_pause`: ``go build`` (static) of :data:`PAUSE_SOURCE`; keyed by the source.
@@ -40,6 +40,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from cdcflow.capture import native
 from cdcflow.operator.devservices import processes
 from tests.services import gobuild
 from tests.services.oci_archive import (
@@ -258,6 +259,7 @@ def _app(source: Path, out: Path) -> None:
             _copy(source / name, build / "src" / name)
         _uv("build", "--wheel", "--out-dir", str(build / "dist"), str(build / "src"))
         _uv_install(out, "--no-deps", *map(str, (build / "dist").glob("*.whl")))
+        _compile_hot_path(out / SITE_PACKAGES)
     finally:
         shutil.rmtree(build, ignore_errors=True)
     for info in (out / SITE_PACKAGES).glob("*.dist-info"):
@@ -269,6 +271,16 @@ def _app(source: Path, out: Path) -> None:
     for name, entry_point in scripts.items():
         (bin_dir / name).write_text(launcher(entry_point))
         (bin_dir / name).chmod(0o755)
+
+
+def _compile_hot_path(site_packages: Path) -> None:
+    """Pods run the capture's hot path compiled, as ``make setup`` builds it here (the same
+    cache; the image's Python is bookworm's 3.11, the extensions' ABI); plain Python where
+    this machine cannot compile."""
+    try:
+        native.build(site_packages)
+    except (RuntimeError, OSError) as error:
+        log.warning("the image's hot path stays plain Python: %s", error)
 
 
 def _uv_install(root: Path, *args: str) -> None:

@@ -46,3 +46,19 @@ def test_a_checkout_without_extensions_runs_plain_python(tmp_path: Path) -> None
     root = _tree(tmp_path)
     native.clean(root)
     assert native.stale(root) == [] and not (root / native.MANIFEST).exists()
+
+
+def test_extensions_shipped_without_their_compiler_are_judged_by_their_sources(
+    tmp_path: Path,
+) -> None:
+    # An image carries extensions built elsewhere and no mypy: the manifest names the compiler.
+    root = _tree(tmp_path)
+    built_by = "0.0-elsewhere"
+    files = json.loads((root / native.MANIFEST).read_text())["files"]
+    manifest = {"digest": native.digest(root, compiler=built_by), "compiler": built_by}
+    (root / native.MANIFEST).write_text(json.dumps({**manifest, "files": files}))
+
+    assert native.stale(root) == []
+    source = native._source(native.HOT_MODULES[-1], root)
+    source.write_text(source.read_text() + "\n# changed\n")
+    assert native.stale(root) == list(native.HOT_MODULES)

@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, Context, Decimal
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import pymysql
 from pymysqlreplication import BinLogStreamReader
@@ -154,6 +154,19 @@ class _Failed:
         self.error = error
 
 
+class BinlogItems(Protocol):
+    """Where a binlog stream reads its items from: a :class:`BinlogReader` on a server, or a
+    scripted one in tests."""
+
+    def next(self, timeout_s: float) -> BinlogItem | None:
+        """The next item, or None when none arrived within ``timeout_s``."""
+        ...
+
+    def close(self) -> None:
+        """Stop reading and release the connection."""
+        ...
+
+
 class BinlogReader:
     """See the module docstring. ``settings`` are PyMySQL connection keyword arguments."""
 
@@ -202,8 +215,8 @@ class BinlogReader:
         self._queued = 0
         self._room = threading.Condition()
         self._stopping = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="binlog-reader", daemon=True)
-        self._thread.start()
+        self._worker = threading.Thread(target=self._run, name="binlog-reader", daemon=True)
+        self._worker.start()
 
     def next(self, timeout_s: float) -> BinlogItem | None:
         """The next item, or None when none came within ``timeout_s``; re-raises the reader's
@@ -211,7 +224,7 @@ class BinlogReader:
         try:
             item = self._queue.get(timeout=timeout_s)
         except queue.Empty:
-            if not self._thread.is_alive() and not self._stopping.is_set():
+            if not self._worker.is_alive() and not self._stopping.is_set():
                 raise RetriableError("the binlog reader stopped unexpectedly") from None
             return None
         with self._room:
@@ -229,10 +242,10 @@ class BinlogReader:
             self._reader.close()
         except Exception:
             log.debug("closing the binlog connection failed", exc_info=True)
-        while self._thread.is_alive():
+        while self._worker.is_alive():
             with contextlib.suppress(queue.Empty):
                 self._queue.get(timeout=0.05)
-            self._thread.join(timeout=0.05)
+            self._worker.join(timeout=0.05)
 
     # -- the helper thread ---------------------------------------------------------------------
 

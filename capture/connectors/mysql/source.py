@@ -145,7 +145,7 @@ class BinlogStream:
 
     def __init__(
         self,
-        reader: binlog.BinlogReader,
+        reader: binlog.BinlogItems,
         *,
         structures: Structures,
         filters: Filters,
