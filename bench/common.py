@@ -16,12 +16,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import time
 import urllib.request
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -155,6 +156,16 @@ def _drain(worker: ConnectWorker, consumer: Consumer, *, name: str, topic: str, 
         kafka_connect.failed_trace(worker.rest.status(name), name=name)
 
     return topic_rate(consumer, topic=topic, rows=rows, pid=worker.pid, check=check)
+
+
+@contextlib.contextmanager
+def topic_consumer(broker: kafka.KafkaBroker) -> Iterator[Consumer]:
+    """A consumer for reading topic sizes (:func:`topic_size`, :func:`topic_rate`)."""
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "bench"})
+    try:
+        yield consumer
+    finally:
+        consumer.close()
 
 
 def warm_kafka(bootstrap_servers: str, *, timeout_s: float = 60.0) -> None:

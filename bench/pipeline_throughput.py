@@ -43,11 +43,12 @@ import yaml
 from bench.common import (
     Rate,
     RunningCapture,
-    cpu_seconds,
     debezium_missing,
     print_goal,
     print_line,
     run_debezium,
+    topic_consumer,
+    topic_rate,
     warm_kafka,
 )
 from cdcflow.capture.connectors.postgres import pgoutput
@@ -212,24 +213,23 @@ def _run_capture(
     target: int,
     rows: int,
 ) -> tuple[Rate, int]:
-    """The drain of ``rows`` events from the first one to everything acknowledged (the saved
-    offset at ``target``), with the capture's CPU seconds over that span and its peak RSS; and
-    the events /status counted."""
-    first: tuple[float, float] | None = None  # wall clock and CPU seconds at the first event
-    with start_capture(server, broker, workdir) as capture:
-        pid = capture.process.pid
-        while True:
-            status = capture.status()
-            seen = _events_seen(status)
-            if first is None and seen > 0:
-                first = time.perf_counter(), cpu_seconds(pid)
-            if _saved_lsn(status) >= target:
-                done, cpu = time.perf_counter(), cpu_seconds(pid)
-                break
+    """The drain of ``rows`` events timed as Debezium's is, from the first record in the topic
+    until it holds them all, with the capture's CPU seconds over that span and its peak RSS;
+    then (untimed) until the saved offset covers the backlog; and the events /status counted."""
+    with (
+        topic_consumer(broker) as consumer,
+        start_capture(server, broker, workdir) as capture,
+    ):
+        rate = topic_rate(
+            consumer,
+            topic="bench.public.bench",
+            rows=rows,
+            pid=capture.process.pid,
+            check=capture.status,  # raises when the capture died
+        )
+        while _saved_lsn(status := capture.status()) < target:
             time.sleep(0.05)
-        rss = capture.peak_rss_mb()
-    assert first is not None
-    return Rate(done - first[0], rows, cpu - first[1], rss), seen
+        return rate, _events_seen(status)
 
 
 # -- Debezium ------------------------------------------------------------------------------------

@@ -35,14 +35,12 @@ events per CPU-second, and cdcflow against the ceiling.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import tempfile
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 
 import psycopg
-from confluent_kafka import Consumer
 from psycopg.types.string import TextLoader
 
 from bench import pipeline_throughput as pipeline
@@ -52,6 +50,7 @@ from bench.common import (
     print_goal,
     print_line,
     run_debezium,
+    topic_consumer,
     topic_rate,
     warm_kafka,
 )
@@ -114,15 +113,6 @@ def _raw_ceiling(dsn: str) -> Rate:
         return Rate(time.perf_counter() - started, rows)
 
 
-@contextlib.contextmanager
-def _consumer(broker: kafka.KafkaBroker) -> Iterator[Consumer]:
-    consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "bench"})
-    try:
-        yield consumer
-    finally:
-        consumer.close()
-
-
 def _run_capture(
     server: postgres.PostgresServer, broker: kafka.KafkaBroker, *, workdir: Path, rows: int
 ) -> Rate:
@@ -130,7 +120,7 @@ def _run_capture(
     capture's CPU seconds over that span and its peak RSS (the rate counts the records that
     arrived within the span)."""
     with (
-        _consumer(broker) as consumer,  # first: it polls as soon as the capture is connected
+        topic_consumer(broker) as consumer,  # first: it polls as soon as the capture is connected
         pipeline.start_capture(server, broker, workdir, config=SNAPSHOT_CONFIG) as capture,
     ):
         return topic_rate(

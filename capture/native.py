@@ -38,6 +38,7 @@ HOT_MODULES = (
     "cdcflow.capture.kafka.producer",
     "cdcflow.capture.connectors.postgres.pgoutput",
     "cdcflow.capture.connectors.postgres.types",
+    "cdcflow.capture.connectors.postgres.replication",
     "cdcflow.capture.connectors.postgres.source",
     "cdcflow.capture.connectors.mysql.binlog",
     "cdcflow.capture.connectors.mysql.position",

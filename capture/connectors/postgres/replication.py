@@ -13,6 +13,7 @@ import select
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 import psycopg
 from psycopg import pq
@@ -43,6 +44,25 @@ def _quote_ident(name: str) -> str:
 
 def _quote_literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
+
+
+class Frames(Protocol):
+    """What a slot's stream reader needs of the replication connection: a
+    :class:`ReplicationStream`, or a scripted one in tests."""
+
+    def read(self, timeout: float) -> pgoutput.XLogData | pgoutput.Keepalive | None:
+        """The next frame, or None when nothing arrived within ``timeout`` seconds."""
+        ...
+
+    def send_status(
+        self, *, flushed: int, received: int, reply: bool = False, timeout: float | None = None
+    ) -> bool:
+        """A standby status update; False when it was not sent within ``timeout``."""
+        ...
+
+    def close(self) -> None:
+        """Close the connection."""
+        ...
 
 
 class ReplicationStream:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from cdcflow.capture.connectors.postgres import pgoutput
-from cdcflow.capture.connectors.postgres.replication import ReplicationStream
+from cdcflow.capture.connectors.postgres.replication import Frames
 from cdcflow.capture.connectors.postgres.tables import ColumnSpec, DecodedTable, TableCatalog
 from cdcflow.capture.converting import CONVERSION_ERRORS, ConvertingFailures
 from cdcflow.capture.errors import FatalError, sentence
@@ -228,7 +228,7 @@ class PostgresStream:
     def __init__(
         self,
         *,
-        stream: ReplicationStream,
+        stream: Frames,
         catalog: TableCatalog,
         filters: Filters,
         source_block: SourceBlock,
