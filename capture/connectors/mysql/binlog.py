@@ -215,6 +215,7 @@ class BinlogReader:
         self._queued = 0
         self._room = threading.Condition()
         self._stopping = threading.Event()
+        # not "_thread": compiled, the attribute becomes a C field "__thread", a C keyword
         self._worker = threading.Thread(target=self._run, name="binlog-reader", daemon=True)
         self._worker.start()
 
