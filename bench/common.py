@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import os
@@ -51,7 +52,7 @@ class Rate:
 
     @property
     def per_s(self) -> float:
-        return self.rows / self.seconds
+        return self.rows / self.seconds if self.seconds > 0 else float("inf")
 
     @property
     def per_cpu_s(self) -> float:
@@ -217,3 +218,20 @@ def print_goal(label: str, ratio: float | None, goal: float) -> None:
         return
     verdict = "met" if ratio >= goal else "not met"
     print_line(label, f"{ratio:>10.2f} (goal ≥ {goal:.2f}: {verdict})")
+
+
+def bench_arguments(description: str, *, rows: int) -> argparse.Namespace:
+    """The options every throughput bench takes: ``--rows`` and ``--no-debezium``."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--rows", type=int, default=rows)
+    parser.add_argument("--no-debezium", action="store_true", help="skip the Debezium connector")
+    return parser.parse_args()
+
+
+def debezium_skipped(
+    args: argparse.Namespace, *, connector: str, plugin: str, database: str
+) -> str | None:
+    """Why Debezium is not measured in this run (None: it is)."""
+    if args.no_debezium:
+        return "skipped (--no-debezium)"
+    return debezium_missing(connector=connector, plugin=plugin, database=database)

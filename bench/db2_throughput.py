@@ -58,7 +58,7 @@ import psycopg
 import yaml
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-from bench.common import RunningCapture, warm_kafka
+from bench.common import Rate, RunningCapture, cpu_seconds, warm_kafka
 from cdcflow.capture.connectors.db2 import sql as db2_sql
 from cdcflow.capture.connectors.db2.connection import Endpoint, connect, load_driver
 from cdcflow.capture.connectors.db2.connector import Db2Connector
@@ -87,21 +87,6 @@ INSERT = (
 FETCH_SIZE = 2000
 LATENCY_COMMITS = 20
 LATENCY_SPACING_S = 0.37  # not a multiple of the agent's or the connector's interval
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-
-
-@dataclass(frozen=True)
-class Rate:
-    """One measured drain: how long it took, how much it moved, what it cost."""
-
-    seconds: float
-    rows: int
-    cpu_s: float = 0.0
-    peak_rss_mb: float = 0.0
-
-    @property
-    def per_s(self) -> float:
-        return self.rows / self.seconds if self.seconds > 0 else float("inf")
 
 
 @dataclass(frozen=True)
@@ -112,11 +97,6 @@ class CaptureRun:
     in_kafka_s: float
     events_seen: int
     latencies_ms: list[float]
-
-
-def _cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime, stime
 
 
 def _write_rows(emulation: Db2Emulation, first: int, last: int) -> None:
@@ -409,12 +389,12 @@ def _run_capture(
                 seen = _events_seen(status)
                 now = time.perf_counter()
                 if first_event is None and seen > 0:
-                    first_event, first_cpu = now, _cpu_seconds(pid)
+                    first_event, first_cpu = now, cpu_seconds(pid)
                 if in_kafka is None and sum(_watermarks(consumer).values()) >= rows:
                     in_kafka = now
                 saved = _saved_lsn(status)
                 if saved is not None and saved >= target:
-                    done, cpu = now, _cpu_seconds(pid)
+                    done, cpu = now, cpu_seconds(pid)
                     break
                 if time.monotonic() > deadline:
                     raise SystemExit(f"the backlog was not drained in time: {status}")

@@ -21,7 +21,6 @@ another over the same binlog range:
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import os
 import subprocess
@@ -42,8 +41,9 @@ from pymysqlreplication.row_event import WriteRowsEvent
 from bench.common import (
     Rate,
     RunningCapture,
+    bench_arguments,
     cpu_seconds,
-    debezium_missing,
+    debezium_skipped,
     run_debezium,
     warm_kafka,
 )
@@ -289,15 +289,10 @@ def _run_debezium(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=500_000)
-    parser.add_argument("--no-debezium", action="store_true", help="skip the Debezium connector")
-    args = parser.parse_args()
+    args = bench_arguments(__doc__.splitlines()[0], rows=500_000)
     rows: int = args.rows
-    not_measured = (
-        "skipped (--no-debezium)"
-        if args.no_debezium
-        else debezium_missing(connector="MARIADB_CONNECTOR", plugin="mariadb", database="MariaDB")
+    not_measured = debezium_skipped(
+        args, connector="MARIADB_CONNECTOR", plugin="mariadb", database="MariaDB"
     )
     debezium: Rate | None = None
     with mariadb.running_mariadb() as server, kafka.running_kafka() as broker:

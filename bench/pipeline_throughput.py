@@ -26,7 +26,6 @@ CPU-second) and against the raw receive rate.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import os
 import subprocess
@@ -43,7 +42,8 @@ import yaml
 from bench.common import (
     Rate,
     RunningCapture,
-    debezium_missing,
+    bench_arguments,
+    debezium_skipped,
     print_goal,
     print_line,
     run_debezium,
@@ -327,17 +327,10 @@ def _print_goals(raw: Rate, capture: Rate, tuned: Rate | None) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=500_000)
-    parser.add_argument("--no-debezium", action="store_true", help="skip the Debezium connector")
-    args = parser.parse_args()
+    args = bench_arguments(__doc__.splitlines()[0], rows=500_000)
     rows: int = args.rows
-    not_measured = (
-        "skipped (--no-debezium)"
-        if args.no_debezium
-        else debezium_missing(
-            connector="POSTGRES_CONNECTOR", plugin="postgres", database="PostgreSQL"
-        )
+    not_measured = debezium_skipped(
+        args, connector="POSTGRES_CONNECTOR", plugin="postgres", database="PostgreSQL"
     )
     dbz_slots = [run.slot for run in DEBEZIUM_RUNS] if not_measured is None else []
     debezium: dict[str, Rate | str] = {}

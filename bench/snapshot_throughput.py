@@ -34,7 +34,6 @@ events per CPU-second, and cdcflow against the ceiling.
 
 from __future__ import annotations
 
-import argparse
 import tempfile
 import time
 from collections.abc import Mapping
@@ -46,7 +45,8 @@ from psycopg.types.string import TextLoader
 from bench import pipeline_throughput as pipeline
 from bench.common import (
     Rate,
-    debezium_missing,
+    bench_arguments,
+    debezium_skipped,
     print_goal,
     print_line,
     run_debezium,
@@ -197,17 +197,10 @@ def _print_goals(raw: Rate, capture: Rate, tuned: Rate | None) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=1_000_000)
-    parser.add_argument("--no-debezium", action="store_true", help="skip the Debezium connector")
-    args = parser.parse_args()
+    args = bench_arguments(__doc__.splitlines()[0], rows=1_000_000)
     rows: int = args.rows
-    not_measured = (
-        "skipped (--no-debezium)"
-        if args.no_debezium
-        else debezium_missing(
-            connector="POSTGRES_CONNECTOR", plugin="postgres", database="PostgreSQL"
-        )
+    not_measured = debezium_skipped(
+        args, connector="POSTGRES_CONNECTOR", plugin="postgres", database="PostgreSQL"
     )
     debezium: dict[str, Rate | str] = {}
     with postgres.running_postgres() as server, kafka.running_kafka() as broker:
