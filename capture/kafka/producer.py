@@ -218,7 +218,11 @@ class KafkaSink:
             log.info("created topic %s", topic)
         except KafkaException as error:
             if error.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
-                raise FatalError(f"cannot create topic {topic}: {error.args[0].str()}") from None
+                raise FatalError(
+                    f"cannot create topic {topic}: {error.args[0].str()}. Create it beforehand "
+                    "(with the partitions it should have), or let the connector's Kafka user "
+                    "create topics (the CreateTopics ACL)"
+                ) from None
 
     def close(self) -> None:
         """Give in-flight records a moment, then stop librdkafka's threads.
