@@ -16,13 +16,16 @@ appended it). Then, one after another on the same server and broker:
    and is removed before the next one starts. When the worker or the plugin is unavailable
    the bench says why and still reports cdcflow.
 
-Each pipeline first streams a warm-up row (committed once a second until one reaches its topic),
-then for each rate single-row INSERTs are committed at that rate for a while (one writer
-process per 4,000 commits/s) while the topic is read back; row ids keep increasing across all
-runs, so each run counts only its own rows. Latency per event = Kafka append time minus the
-transaction's commit time (``source.ts_ms``, ms resolution); the first seconds of each rate are
-left out. Prints p50/p95/p99/max and the achieved rate per pipeline and rate, whether cdcflow
-meets the targets at 5,000 commits/s, and the capture's peak RSS.
+Before the first pipeline the fresh broker is kept busy for a minute (bench.common.warm_kafka:
+its JVM compiles the produce and fetch paths meanwhile, and its answers stall for hundreds of ms
+while it does). Each pipeline first streams a warm-up row (committed once a second until one
+reaches its topic) and runs :data:`WARM_UP_RUN_S` seconds at up to :data:`TARGET_RATE`
+commits/s, not counted. Then for each rate single-row INSERTs are committed at that rate for a
+while (one writer process per 4,000 commits/s) while the topic is read back; row ids keep
+increasing across all runs, so each run counts only its own rows. Latency per event = Kafka
+append time minus the transaction's commit time (``source.ts_ms``, ms resolution); the first
+seconds of each rate are left out. Prints p50/p95/p99/max and the achieved rate per pipeline and
+rate, whether cdcflow meets the targets at 5,000 commits/s, and the capture's peak RSS.
 
     python -m bench.commit_latency [--rates 1000,5000,10000] [--seconds 20] [--no-debezium]
 """
@@ -75,6 +78,10 @@ COMMITS_PER_WRITER = 4000
 STREAMING_TIMEOUT_S = 180.0
 #: How long the events may take to reach Kafka after the last commit of a rate.
 DRAIN_TIMEOUT_S = 60.0
+#: How long each pipeline runs (at up to TARGET_RATE) before anything is counted.
+WARM_UP_RUN_S = 20.0
+#: How long the fresh broker is kept busy before the first pipeline (see bench.common.warm_kafka).
+WARM_UP_LOAD_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -283,6 +290,9 @@ def _measure_rates(
 ) -> list[Percentiles]:
     """Once the pipeline streams, :func:`_measure` at each of the schedule's rates."""
     _wait_streaming(dsn, consumer, ids=schedule.ids, check=check)
+    warm_up = min(max(schedule.rates), TARGET_RATE)
+    first_id = schedule.ids.take(warm_up * int(WARM_UP_RUN_S + 1) * 2)
+    _measure(dsn, consumer, rate=warm_up, seconds=WARM_UP_RUN_S, first_id=first_id, check=check)
     results = []
     for rate in schedule.rates:
         first_id = schedule.ids.take(rate * int(schedule.seconds + 1) * 2)
@@ -483,7 +493,7 @@ def main() -> None:
     settings = ", ".join(f"{k}={v}" for k, v in producer.items()) or "shipped defaults"
     results: dict[str, list[Percentiles] | str] = {}
     with postgres.running_postgres() as server, kafka.running_kafka() as broker:
-        warm_kafka(broker.bootstrap_servers)
+        warm_kafka(broker.bootstrap_servers, load_s=WARM_UP_LOAD_S)
         _prepare(server.dsn())
         cdcflow, rss = _run_cdcflow(server, broker, producer=producer, schedule=schedule)
         results[f"cdcflow ({settings})"] = cdcflow

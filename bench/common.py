@@ -37,6 +37,9 @@ if TYPE_CHECKING:  # imported where used: the benches run without the tests pack
     from tests.services.kafka_connect import ConnectWorker
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+WARM_UP_TOPIC = "bench.warm-up"
+#: Records per second of :func:`warm_kafka`'s load.
+WARM_UP_RATE = 5000
 #: How long a Debezium connector may take to write the whole backlog.
 DEBEZIUM_TIMEOUT_S = 1800.0
 
@@ -169,13 +172,38 @@ def topic_consumer(broker: kafka.KafkaBroker) -> Iterator[Consumer]:
         consumer.close()
 
 
-def warm_kafka(bootstrap_servers: str, *, timeout_s: float = 60.0) -> None:
+def warm_kafka(bootstrap_servers: str, *, timeout_s: float = 60.0, load_s: float = 0.0) -> None:
     """Wait until a fresh broker gives idempotent producers their id, so the coordinator's
-    start-up ("Coordinator load in progress") is not timed as part of the first drain."""
-    producer = Producer({"bootstrap.servers": bootstrap_servers, "enable.idempotence": True})
-    producer.produce("bench.warm-up", b"ready")
+    start-up ("Coordinator load in progress") is not timed as part of the first drain.
+
+    ``load_s`` > 0 then keeps the broker busy that long with what the measured pipelines will
+    ask of it (small acks=all batches at :data:`WARM_UP_RATE` records/s, read back at once):
+    a fresh broker's JVM compiles its produce and fetch paths during its first minute of load,
+    and on two cores its answers stall for hundreds of ms meanwhile, which would otherwise be
+    timed against whichever pipeline runs first."""
+    producer = Producer(
+        {"bootstrap.servers": bootstrap_servers, "enable.idempotence": True, "linger.ms": 5}
+    )
+    producer.produce(WARM_UP_TOPIC, b"ready")
     if producer.flush(timeout_s) > 0:
         raise SystemExit(f"Kafka at {bootstrap_servers} took no record within {timeout_s:.0f} s")
+    if load_s <= 0:
+        return
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap_servers, "group.id": "bench-warm-up", "log_level": 2}
+    )
+    consumer.assign([TopicPartition(WARM_UP_TOPIC, 0)])
+    record = b"x" * 500
+    started = time.perf_counter()
+    sent = 0
+    while (elapsed := time.perf_counter() - started) < load_s:
+        while sent < elapsed * WARM_UP_RATE:
+            producer.produce(WARM_UP_TOPIC, record)
+            sent += 1
+        producer.poll(0)
+        consumer.consume(1000, timeout=0.01)
+    producer.flush(timeout_s)
+    consumer.close()
 
 
 def topic_rate(

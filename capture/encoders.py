@@ -14,6 +14,7 @@ pipeline) may import it.
 from __future__ import annotations
 
 import base64
+import binascii
 import struct
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -176,7 +177,8 @@ BinaryEncoder = Callable[[bytes], str]
 
 def base64_text(data: bytes) -> str:
     """Standard base64 with padding: how ``JsonConverter`` writes a Connect ``BYTES`` value."""
-    return base64.b64encode(data).decode("ascii")
+    # binascii directly: base64.b64encode is a Python function around this very call
+    return binascii.b2a_base64(data, newline=False).decode("ascii")
 
 
 def _base64_url_safe(data: bytes) -> str:

@@ -102,51 +102,58 @@ class Dispatcher:
         # Members, not codes: ``op in tuple`` is an identity test, ``op.value`` a Python call.
         self._skipped_ops = tuple(op for op in Op if op.value in self._skipped)
         self._tx_metadata = properties.provide_transaction_metadata
-        self._serializers: dict[int, tuple[TableSchema, TableSerializer]] = {}
+        self._tables: dict[int, tuple[TableSchema, int, TableSerializer | None]] = {}
         self._tx: _Transaction | None = None
-        self._flags: dict[TableId, int] = {}
         signal = properties.signal_data_collection
         self._signal_table = TableId.parse(signal) if signal else None
         self.signalling: Signalling | None = None
 
-    def _classify(self, table: TableId) -> int:
-        flags = (CAPTURED if self._filters.captures(table) else 0) | (
+    def _flags_of(self, table: TableId) -> int:
+        return (CAPTURED if self._filters.captures(table) else 0) | (
             SIGNALS if table == self._signal_table else 0
         )
-        self._flags[table] = flags
-        return flags
 
     def serializer(self, table: TableSchema) -> TableSerializer:
-        """The serializer of ``table``, built once per schema version."""
-        entry = self._serializers.get(id(table))
+        """The serializer of ``table``, built once per schema version of a captured table."""
+        serializer = self._entry(table)[2]
+        return serializer if serializer is not None else self._serializer(table)
+
+    def _entry(self, table: TableSchema) -> tuple[TableSchema, int, TableSerializer | None]:
+        """``table`` (to tell a reused id), its flags and, when captured, its serializer; once
+        per schema version, looked up by identity (a TableId's dataclass hash is a Python
+        call)."""
+        entry = self._tables.get(id(table))
         if entry is not None and entry[0] is table:
-            return entry[1]
+            return entry
+        flags = self._flags_of(table.id)
+        entry = (table, flags, self._serializer(table) if flags & CAPTURED else None)
+        self._tables[id(table)] = entry
+        return entry
+
+    def _serializer(self, table: TableSchema) -> TableSerializer:
         value_columns = [
             column.name
             for column in table.columns
             if self._filters.keeps_column(table.id, column.name)
         ]
         serializer = TableSerializer(table, framing=self._framing, value_columns=value_columns)
-        self._serializers[id(table)] = (table, serializer)
         self._stats.topics.add(serializer.topic)
         return serializer
 
     def row(self, change: RowChange) -> None:
         """Emit one row change unless its operation is skipped or its table not captured."""
-        flags = self._flags.get(change.table.id)
-        if flags is None:
-            flags = self._classify(change.table.id)
+        table = change.table
+        _, flags, serializer = self._entry(table)
         signalling = self.signalling
         if signalling is not None:
             if flags & SIGNALS:
                 signalling.on_signal_row(change)
             signalling.on_change(change)
-        if not flags & CAPTURED or change.op in self._skipped_ops:
+        if serializer is None or change.op in self._skipped_ops:  # not captured, or skipped
             self._stats.events_filtered += 1
             return
-        serializer = self.serializer(change.table)
         tx = self._tx
-        blocks = tx.blocks(str(change.table.id), change.tx_id) if tx is not None else None
+        blocks = tx.blocks(str(table.id), change.tx_id) if tx is not None else None
         write = self._sink.write
         for record in serializer.records(change, tombstones=self._tombstones, transaction=blocks):
             write(record)

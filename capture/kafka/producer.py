@@ -151,15 +151,15 @@ class KafkaSink:
         partition = self._partition_of.get(record.topic)
         if partition is None:
             partition = self.ensure_topic(record.topic)
+        headers = record.headers
         while True:
             try:
-                self._producer.produce(
-                    record.topic,
-                    record.value,
-                    record.key,
-                    partition,
-                    headers=list(record.headers) or None,
-                )
+                if headers:
+                    self._producer.produce(
+                        record.topic, record.value, record.key, partition, headers=list(headers)
+                    )
+                else:  # the common case: no keyword arguments to parse
+                    self._producer.produce(record.topic, record.value, record.key, partition)
                 break
             except BufferError:
                 self._producer.poll(0.05)
