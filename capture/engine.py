@@ -25,6 +25,7 @@ from typing import Any, Literal
 
 from cdcflow.capture import native, registry
 from cdcflow.capture import snapshot as snapshots
+from cdcflow.capture.capabilities import Heartbeats, Historized, LogMessages, SignalWriter
 from cdcflow.capture.config import ConfigError, EngineProperties, HistorizedProperties
 from cdcflow.capture.connector_resource import CdcConnector, KafkaSpec
 from cdcflow.capture.credentials import Login
@@ -38,15 +39,11 @@ from cdcflow.capture.signals.channels import Notifications, Signalling
 from cdcflow.capture.signals.incremental import IncrementalSnapshotter
 from cdcflow.capture.spi import (
     Connector,
-    Heartbeats,
-    Historized,
-    LogMessages,
     Offset,
     OffsetStore,
     Record,
     SchemaChange,
     SchemaHistory,
-    SignalWriter,
     Sink,
 )
 from cdcflow.capture.stats import Stats

@@ -31,6 +31,7 @@ from typing import Any
 
 #: The modules compiled, by import name: what every change event passes through.
 HOT_MODULES = (
+    "cdcflow.capture.spi",
     "cdcflow.capture.encoders",
     "cdcflow.capture.envelope",
     "cdcflow.capture.pipeline",

@@ -45,6 +45,8 @@ from cdcflow.capture.stats import Stats
 log = logging.getLogger(__name__)
 
 
+#: How often the stream loop checks the stop flag, heartbeats and the signal channel.
+CHECK_INTERVAL_S = 0.01
 CAPTURED = 1
 SIGNALS = 2
 
@@ -273,7 +275,7 @@ class Pipeline:
         dispatcher, signalling = self._dispatcher, self._dispatcher.signalling
         pending: Offset | None = None
         skipping = False
-        last_commit = last_beat = last_poll = time.monotonic()
+        last_commit = last_beat = last_poll = next_check = time.monotonic()
         self._stats.phase = "streaming"
         if signalling is not None:
             signalling.start()
@@ -311,13 +313,16 @@ class Pipeline:
             if pending is not None and now - last_commit >= self._flush_interval:
                 self.commit(pending, source)
                 pending, last_commit = None, now
+            if now < next_check:  # the rest is per CHECK_INTERVAL_S, not per event
+                continue
+            next_check = now + CHECK_INTERVAL_S
             if self._heartbeat_interval and now - last_beat >= self._heartbeat_interval:
                 self._heartbeat()
                 last_beat = now
             if signalling is not None and now - last_poll >= self._signal_poll_interval:
                 signalling.poll()  # the Kafka channel, every signal.poll.interval.ms
                 last_poll = now
-            if self._stop.is_set():
+            if self._stop.is_set():  # threading.Event.is_set is a Python call: not per event
                 break
         if pending is not None:
             self.commit(pending, source)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Final, Protocol, runtime_checkable
+from typing import Any, Final, Protocol
 
 #: A Kafka Connect schema in its JSON form, e.g. ``{"type": "int32", "optional": False}``.
 ConnectSchema = dict[str, Any]
@@ -518,40 +518,6 @@ class Connector(Protocol):
         ...
 
 
-@runtime_checkable
-class Heartbeats(Protocol):
-    """A connector that acts on each heartbeat (e.g. runs ``heartbeat.action.query``)."""
-
-    def heartbeat(self) -> None: ...
-
-
-@runtime_checkable
-class LogMessages(Protocol):
-    """A connector whose log carries application messages (``op: m`` events)."""
-
-    def message_record(self, message: LogMessage, transaction: dict[str, Any] | None) -> Record:
-        """The Kafka record of one message, in the connector's own format."""
-        ...
-
-
-@runtime_checkable
-class SignalWriter(Protocol):
-    """A connector that can insert a row into its signal table (``CdcSnapshotSignal``)."""
-
-    def insert_signal(self, *, table: str, signal_id: str, signal_type: str, data: str) -> bool:
-        """Insert a signal row, committed at once; False when the id exists already."""
-        ...
-
-
-@runtime_checkable
-class Cleanup(Protocol):
-    """A connector that leaves objects on the server (slots, publications) to drop on delete."""
-
-    def cleanup(self) -> list[str]:
-        """Drop them; what was dropped, e.g. ``["slot orders", "publication orders"]``."""
-        ...
-
-
 class SchemaHistory(Protocol):
     """Durable, ordered storage of the schema changes a historized connector applied.
 
@@ -576,14 +542,3 @@ class SchemaHistory(Protocol):
         ...
 
     def close(self) -> None: ...
-
-
-@runtime_checkable
-class Historized(Protocol):
-    """A connector that decodes rows with the structure current when they were written, so it
-    needs schema history (MySQL, Db2)."""
-
-    def recover(self, changes: Iterator[SchemaChange], offset: Offset | None) -> None:
-        """Rebuild the table structures as of ``offset`` from the recorded ``changes`` (those
-        after ``offset`` are the connector's to skip: only it can order its positions)."""
-        ...

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import click
 
+from cdcflow.capture.capabilities import Cleanup
 from cdcflow.capture.config import ConfigError
 from cdcflow.capture.connector_resource import load_connector
 from cdcflow.capture.errors import CaptureError
-from cdcflow.capture.spi import Cleanup
 
 
 @click.command()

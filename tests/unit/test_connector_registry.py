@@ -8,11 +8,12 @@ from typing import Any
 import pytest
 
 from cdcflow.capture import registry
+from cdcflow.capture.capabilities import Cleanup, Heartbeats, Historized, LogMessages, SignalWriter
 from cdcflow.capture.config import ConfigError
 from cdcflow.capture.connector_resource import parse_connector
 from cdcflow.capture.credentials import Login
 from cdcflow.capture.filters import Filters
-from cdcflow.capture.spi import Cleanup, Heartbeats, Historized, LogMessages, SignalWriter, TableId
+from cdcflow.capture.spi import TableId
 
 POSTGRES = {"postgresql": {"host": "h", "database": "d"}}
 

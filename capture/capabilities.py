@@ -1,0 +1,58 @@
+"""What a connector may do beyond :class:`~cdcflow.capture.spi.Connector`: optional
+capabilities the engine finds with ``isinstance`` (runtime-checkable Protocols).
+
+They live apart from :mod:`cdcflow.capture.spi` because that module is compiled with mypyc
+(its per-event values are on the hot path), and a compiled Protocol is not runtime-checkable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, Protocol, runtime_checkable
+
+from cdcflow.capture.spi import LogMessage, Offset, Record, SchemaChange
+
+
+@runtime_checkable
+class Heartbeats(Protocol):
+    """A connector that acts on each heartbeat (e.g. runs ``heartbeat.action.query``)."""
+
+    def heartbeat(self) -> None: ...
+
+
+@runtime_checkable
+class LogMessages(Protocol):
+    """A connector whose log carries application messages (``op: m`` events)."""
+
+    def message_record(self, message: LogMessage, transaction: dict[str, Any] | None) -> Record:
+        """The Kafka record of one message, in the connector's own format."""
+        ...
+
+
+@runtime_checkable
+class SignalWriter(Protocol):
+    """A connector that can insert a row into its signal table (``CdcSnapshotSignal``)."""
+
+    def insert_signal(self, *, table: str, signal_id: str, signal_type: str, data: str) -> bool:
+        """Insert a signal row, committed at once; False when the id exists already."""
+        ...
+
+
+@runtime_checkable
+class Cleanup(Protocol):
+    """A connector that leaves objects on the server (slots, publications) to drop on delete."""
+
+    def cleanup(self) -> list[str]:
+        """Drop them; what was dropped, e.g. ``["slot orders", "publication orders"]``."""
+        ...
+
+
+@runtime_checkable
+class Historized(Protocol):
+    """A connector that decodes rows with the structure current when they were written, so it
+    needs schema history (MySQL, Db2)."""
+
+    def recover(self, changes: Iterator[SchemaChange], offset: Offset | None) -> None:
+        """Rebuild the table structures as of ``offset`` from the recorded ``changes`` (those
+        after ``offset`` are the connector's to skip: only it can order its positions)."""
+        ...
