@@ -378,7 +378,7 @@ class Engine:
                 pipeline.schema_change(change)
             steps.release()
             rows = snapshots.mark_positions(steps.rows())
-            pipeline.snapshot(_track_tables(rows, self.stats))
+            pipeline.snapshot(snapshots.track_tables(rows, self.stats))
         except InterruptedError:
             self.stats.finish_snapshot(aborted=True)
             raise
@@ -432,19 +432,6 @@ def _configuration_based(properties: EngineProperties) -> snapshots.Configuratio
         snapshot_on_schema_error=properties.snapshot_mode_configuration_based_snapshot_on_schema_error,
         snapshot_on_data_error=properties.snapshot_mode_configuration_based_snapshot_on_data_error,
     )
-
-
-def _track_tables(changes: Any, stats: Stats) -> Any:
-    """Mark tables completed as the snapshot moves past them."""
-    previous: str | None = None
-    for change in changes:
-        name = str(change.table.id)
-        if name != previous and previous in stats.tables:
-            stats.tables[previous].completed = True
-        previous = name
-        yield change
-    for progress in stats.tables.values():
-        progress.completed = True
 
 
 def version() -> str:

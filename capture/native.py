@@ -32,6 +32,8 @@ from typing import Any
 #: The modules compiled, by import name: what every change event passes through.
 HOT_MODULES = (
     "cdcflow.capture.spi",
+    "cdcflow.capture.converting",
+    "cdcflow.capture.snapshot",
     "cdcflow.capture.encoders",
     "cdcflow.capture.envelope",
     "cdcflow.capture.pipeline",
@@ -41,6 +43,7 @@ HOT_MODULES = (
     "cdcflow.capture.connectors.postgres.types",
     "cdcflow.capture.connectors.postgres.replication",
     "cdcflow.capture.connectors.postgres.source",
+    "cdcflow.capture.connectors.postgres.snapshotter",
     "cdcflow.capture.connectors.mysql.binlog",
     "cdcflow.capture.connectors.mysql.position",
     "cdcflow.capture.connectors.mysql.source",

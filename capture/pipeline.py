@@ -47,6 +47,8 @@ log = logging.getLogger(__name__)
 
 #: How often the stream loop checks the stop flag, heartbeats and the signal channel.
 CHECK_INTERVAL_S = 0.01
+#: How often (in rows) a snapshot checks the stop flag.
+STOP_CHECK_ROWS = 256
 CAPTURED = 1
 SIGNALS = 2
 
@@ -348,10 +350,14 @@ class Pipeline:
     def snapshot(self, changes: Iterable[RowChange]) -> None:
         """Emit snapshot rows (the caller commits the snapshot's offset afterwards)."""
         dispatcher, tables = self._dispatcher, self._stats.tables
-        for change in changes:
+        table: TableSchema | None = None
+        progress = None
+        for rows, change in enumerate(changes, 1):
             dispatcher.row(change)
-            progress = tables.get(str(change.table.id))
+            if change.table is not table:  # a table's rows come together: look it up once
+                table = change.table
+                progress = tables.get(str(table.id))
             if progress is not None:
                 progress.rows_scanned += 1
-            if self._stop.is_set():
+            if rows % STOP_CHECK_ROWS == 0 and self._stop.is_set():
                 raise InterruptedError("stopped during the snapshot")

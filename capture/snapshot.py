@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 
 from cdcflow.capture.errors import FatalError
 from cdcflow.capture.spi import Offset, RowChange
+from cdcflow.capture.stats import Stats
 
 SNAPSHOT_IN_PROGRESS = "snapshot"
 
@@ -141,9 +142,9 @@ def mark_positions(changes: Iterable[RowChange]) -> Iterator[RowChange]:
             marker = "last"
         elif first:
             marker = "first"
-        elif following.table.id != table:
+        elif following.table is not current.table and following.table.id != table:
             marker = "last_in_data_collection"
-        elif table != previous_table:
+        elif table is not previous_table and table != previous_table:
             marker = "first_in_data_collection"
         else:
             marker = "true"
@@ -151,3 +152,20 @@ def mark_positions(changes: Iterable[RowChange]) -> Iterator[RowChange]:
             current = replace(current, source={**current.source, "snapshot": marker})
         yield current
         first, previous_table, current = False, table, following
+
+
+def track_tables(changes: Iterable[RowChange], stats: Stats) -> Iterator[RowChange]:
+    """Mark tables completed in ``stats`` as the snapshot moves past them."""
+    tables = stats.tables
+    previous: str | None = None
+    previous_table = None
+    for change in changes:
+        if change.table is not previous_table:  # a table's rows come together
+            previous_table = change.table
+            name = str(previous_table.id)
+            if name != previous and previous in tables:
+                tables[previous].completed = True
+            previous = name
+        yield change
+    for progress in tables.values():
+        progress.completed = True

@@ -9,6 +9,7 @@ is what makes the snapshot and the stream meet exactly at the slot's consistent 
 from __future__ import annotations
 
 import base64
+import itertools
 import logging
 import time
 from collections.abc import Callable, Iterator
@@ -608,6 +609,12 @@ class PostgresSnapshot:
         """Nothing to release early: shared locks end with the snapshot transaction."""
 
     def rows(self) -> Iterator[RowChange]:
+        # chained in C: a generator delegating with ``yield from`` resumes its Python frame
+        # for every row
+        return itertools.chain.from_iterable(self._table_rows())
+
+    def _table_rows(self) -> Iterator[Iterator[RowChange]]:
+        """The rows of each table in turn (of all at once when read in parallel)."""
         catalog = self._parts.catalog
         assert self._lsn is not None, "lock() first"
         properties = self._properties
@@ -624,7 +631,7 @@ class PostgresSnapshot:
         threads = min(properties.snapshot_max_threads, len(decoded))
         if threads > 1:
             self._helpers = self._helper_readers(threads - 1)
-            yield from parallel.read_tables(
+            yield parallel.read_tables(
                 [self._reader, *self._helpers],
                 decoded,
                 read=read,
@@ -632,7 +639,7 @@ class PostgresSnapshot:
             )
         else:
             for table in decoded:
-                yield from read(self._reader, table)
+                yield read(self._reader, table)
         self._reader.commit()
 
     def _helper_readers(self, count: int) -> list[psycopg.Connection[tuple[Any, ...]]]:

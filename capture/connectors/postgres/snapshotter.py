@@ -207,16 +207,22 @@ def read_table(
                     f"snapshot of {schema.id} failed: {sentence(error)} Fix the value, or set "
                     "event.converting.failure.handling.mode=warn (nullable columns become null)"
                 ) from None
-            yield RowChange(schema, Op.READ, None, after, dict(base))
+            yield RowChange(schema, Op.READ, None, after, base)  # shared: nothing mutates it
 
 
 def _fetched(cursor: psycopg.ServerCursor[Any], table: TableId) -> Iterator[Any]:
-    """The cursor's rows; a failed fetch (a statement timeout, a lost connection) fails the
-    snapshot with the server's message."""
-    try:
-        yield from cursor
-    except psycopg.Error as error:
-        raise _snapshot_failed(table, error) from None
+    """The cursor's rows, ``itersize`` per fetch; a failed fetch (a statement timeout, a lost
+    connection) fails the snapshot with the server's message."""
+    # fetchmany, not iterating the cursor: its iterator is a Python generator resumed per row
+    size = cursor.itersize
+    while True:
+        try:
+            rows = cursor.fetchmany(size)
+        except psycopg.Error as error:
+            raise _snapshot_failed(table, error) from None
+        yield from rows
+        if len(rows) < size:
+            return
 
 
 def _snapshot_failed(table: TableId, error: psycopg.Error) -> FatalError:
