@@ -11,6 +11,9 @@
   and one run of it on a fresh standalone Kafka Connect worker with the full JIT (the test
   fixture of :mod:`tests.services.kafka_connect`), timed from its first record until its topic
   holds every row, with the worker's CPU seconds and peak RSS;
+- :func:`warm_kafka` and :func:`warm_kafka_for_drains`: a fresh broker ready, and busy for a
+  while first, so that the pipeline measured first does not share the cores with the
+  broker's JIT compiler;
 - :func:`print_line` and :func:`print_goal`: the report's lines.
 """
 
@@ -38,8 +41,11 @@ if TYPE_CHECKING:  # imported where used: the benches run without the tests pack
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 WARM_UP_TOPIC = "bench.warm-up"
-#: Records per second of :func:`warm_kafka`'s load.
+#: Records per second of :func:`warm_kafka`'s load: the latency bench's rate.
 WARM_UP_RATE = 5000
+#: The throughput benches warm the broker this long, at this rate, before the first drain.
+THROUGHPUT_WARM_UP_S = 45.0
+THROUGHPUT_WARM_UP_RATE = 30_000
 #: How long a Debezium connector may take to write the whole backlog.
 DEBEZIUM_TIMEOUT_S = 1800.0
 
@@ -172,17 +178,28 @@ def topic_consumer(broker: kafka.KafkaBroker) -> Iterator[Consumer]:
         consumer.close()
 
 
-def warm_kafka(bootstrap_servers: str, *, timeout_s: float = 60.0, load_s: float = 0.0) -> None:
+def warm_kafka(
+    bootstrap_servers: str,
+    *,
+    timeout_s: float = 60.0,
+    load_s: float = 0.0,
+    rate: int = WARM_UP_RATE,
+) -> None:
     """Wait until a fresh broker gives idempotent producers their id, so the coordinator's
     start-up ("Coordinator load in progress") is not timed as part of the first drain.
 
     ``load_s`` > 0 then keeps the broker busy that long with what the measured pipelines will
-    ask of it (small acks=all batches at :data:`WARM_UP_RATE` records/s, read back at once):
+    ask of it (acks=all lz4 batches at ``rate`` records/s, read back at once):
     a fresh broker's JVM compiles its produce and fetch paths during its first minute of load,
     and on two cores its answers stall for hundreds of ms meanwhile, which would otherwise be
     timed against whichever pipeline runs first."""
     producer = Producer(
-        {"bootstrap.servers": bootstrap_servers, "enable.idempotence": True, "linger.ms": 5}
+        {
+            "bootstrap.servers": bootstrap_servers,
+            "enable.idempotence": True,
+            "linger.ms": 5,
+            "compression.type": "lz4",  # the broker validates compressed batches record by record
+        }
     )
     producer.produce(WARM_UP_TOPIC, b"ready")
     if producer.flush(timeout_s) > 0:
@@ -197,13 +214,19 @@ def warm_kafka(bootstrap_servers: str, *, timeout_s: float = 60.0, load_s: float
     started = time.perf_counter()
     sent = 0
     while (elapsed := time.perf_counter() - started) < load_s:
-        while sent < elapsed * WARM_UP_RATE:
+        while sent < elapsed * rate:
             producer.produce(WARM_UP_TOPIC, record)
             sent += 1
         producer.poll(0)
         consumer.consume(1000, timeout=0.01)
     producer.flush(timeout_s)
     consumer.close()
+
+
+def warm_kafka_for_drains(bootstrap_servers: str) -> None:
+    """:func:`warm_kafka` with the throughput benches' load (the first drain would otherwise
+    share the two cores with the broker's JIT compiler)."""
+    warm_kafka(bootstrap_servers, load_s=THROUGHPUT_WARM_UP_S, rate=THROUGHPUT_WARM_UP_RATE)
 
 
 def topic_rate(

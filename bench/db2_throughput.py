@@ -58,7 +58,7 @@ import psycopg
 import yaml
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-from bench.common import Rate, RunningCapture, cpu_seconds, warm_kafka
+from bench.common import Rate, RunningCapture, cpu_seconds, warm_kafka_for_drains
 from cdcflow.capture.connectors.db2 import sql as db2_sql
 from cdcflow.capture.connectors.db2.connection import Endpoint, connect, load_driver
 from cdcflow.capture.connectors.db2.connector import Db2Connector
@@ -442,7 +442,7 @@ def main() -> None:
         tempfile.TemporaryDirectory() as tmp,
     ):
         workdir = Path(tmp)
-        warm_kafka(broker.bootstrap_servers)
+        warm_kafka_for_drains(broker.bootstrap_servers)
         emulation = install(server, database="db2bench", sleep_s=agent_sleep)
         try:
             emulation.execute(f'CREATE SCHEMA "{SCHEMA}"', DDL)

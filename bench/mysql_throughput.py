@@ -45,7 +45,7 @@ from bench.common import (
     cpu_seconds,
     debezium_skipped,
     run_debezium,
-    warm_kafka,
+    warm_kafka_for_drains,
 )
 from cdcflow.capture.connectors.mysql import binlog
 from cdcflow.operator.devservices import kafka
@@ -296,7 +296,7 @@ def main() -> None:
     )
     debezium: Rate | None = None
     with mariadb.running_mariadb() as server, kafka.running_kafka() as broker:
-        warm_kafka(broker.bootstrap_servers)
+        warm_kafka_for_drains(broker.bootstrap_servers)
         with _connect(server) as conn, conn.cursor() as cursor:
             cursor.execute(SCHEMA)
         start = _master_status(server)

@@ -49,7 +49,7 @@ from bench.common import (
     run_debezium,
     topic_consumer,
     topic_rate,
-    warm_kafka,
+    warm_kafka_for_drains,
 )
 from cdcflow.capture.connectors.postgres import pgoutput
 from cdcflow.capture.connectors.postgres.connection import Endpoint, connect_replication
@@ -335,7 +335,7 @@ def main() -> None:
     dbz_slots = [run.slot for run in DEBEZIUM_RUNS] if not_measured is None else []
     debezium: dict[str, Rate | str] = {}
     with postgres.running_postgres() as server, kafka.running_kafka() as broker:
-        warm_kafka(broker.bootstrap_servers)
+        warm_kafka_for_drains(broker.bootstrap_servers)
         dsn = server.dsn()
         _prepare(dsn, slots=["bench", "bench_raw", *dbz_slots])
         started = time.perf_counter()

@@ -52,7 +52,7 @@ from bench.common import (
     run_debezium,
     topic_consumer,
     topic_rate,
-    warm_kafka,
+    warm_kafka_for_drains,
 )
 from cdcflow.operator.devservices import kafka, postgres
 
@@ -204,7 +204,7 @@ def main() -> None:
     )
     debezium: dict[str, Rate | str] = {}
     with postgres.running_postgres() as server, kafka.running_kafka() as broker:
-        warm_kafka(broker.bootstrap_servers)
+        warm_kafka_for_drains(broker.bootstrap_servers)
         seconds = _prepare(server.dsn(), rows)
         print(f"table: {rows:,} rows written and vacuumed in {seconds:.1f}s")
         raw = _raw_ceiling(server.dsn())
