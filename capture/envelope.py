@@ -121,6 +121,9 @@ class TableSerializer:
         self._headers = framing.context_headers
         self._key_head, self._key_tail = frame(key_schema if framing.key_schemas else None)
         self._value_head, self._value_tail = frame(value_schema if framing.value_schemas else None)
+        #: The last source block seen and, once a second row shares it, its JSON.
+        self._last_source: dict[str, Any] | None = None
+        self._source_json: orjson.Fragment | None = None
 
     def _schemas(
         self, framing: Framing, value_columns: Sequence[str]
@@ -195,7 +198,7 @@ class TableSerializer:
         payload = {
             "before": self._image(change.before) if op is not Op.CREATE else None,
             "after": self._image(change.after) if op is not Op.DELETE else None,
-            "source": change.source,
+            "source": self._source(change.source),
             "transaction": transaction,
             "op": op or change.op,  # orjson writes a StrEnum member as its value
             "ts_ms": now_ns // 1_000_000,
@@ -203,6 +206,16 @@ class TableSerializer:
             "ts_ns": now_ns,
         }
         return self._value_head + orjson.dumps(payload) + self._value_tail
+
+    def _source(self, source: dict[str, Any]) -> dict[str, Any] | orjson.Fragment:
+        """``source``, serialised once while consecutive rows share the block (a snapshot's
+        rows of a table do; a streamed row has its own, and costs one identity test)."""
+        if source is not self._last_source:
+            self._last_source, self._source_json = source, None
+            return source
+        if self._source_json is None:
+            self._source_json = orjson.Fragment(orjson.dumps(source))
+        return self._source_json
 
     def records(
         self,

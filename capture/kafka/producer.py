@@ -72,6 +72,8 @@ RETRIABLE_CODES = frozenset(
 FLUSH_SLICE_S = 1.0
 STATISTICS_INTERVAL_MS = 5_000
 CLOSE_TIMEOUT_S = 5.0
+#: A header as confluent-kafka's produce() takes it.
+HeaderPair = tuple[str, str | bytes | None]
 #: librdkafka's "no partition given": its partitioner picks one from the key.
 UNASSIGNED = -1
 #: Records produced between two polls for callbacks.
@@ -125,6 +127,8 @@ class KafkaSink:
         self._partition_of: dict[str, int] = {}
         self._errors: list[KafkaError] = []
         self._unpolled = 0
+        self._last_headers: tuple[tuple[str, bytes], ...] = ()
+        self._headers_list: list[HeaderPair] = []
 
     def _on_delivery(self, error: KafkaError | None, _message: object) -> None:
         if error is not None:
@@ -156,7 +160,11 @@ class KafkaSink:
             try:
                 if headers:
                     self._producer.produce(
-                        record.topic, record.value, record.key, partition, headers=list(headers)
+                        record.topic,
+                        record.value,
+                        record.key,
+                        partition,
+                        headers=self._header_list(headers),
                     )
                 else:  # the common case: no keyword arguments to parse
                     self._producer.produce(record.topic, record.value, record.key, partition)
@@ -169,6 +177,13 @@ class KafkaSink:
         if self._unpolled >= POLL_EVERY:
             self._unpolled = 0
             self._producer.poll(0)
+
+    def _header_list(self, headers: tuple[tuple[str, bytes], ...]) -> list[HeaderPair]:
+        """``headers`` as the list confluent-kafka takes, made once per header tuple (a
+        connector's records share one: Debezium's context headers)."""
+        if headers is not self._last_headers:
+            self._last_headers, self._headers_list = headers, list(headers)
+        return self._headers_list
 
     def flush(self) -> None:
         """Return once everything written is acknowledged; raise if anything failed."""

@@ -212,3 +212,17 @@ def test_a_key_change_of_a_mapped_key_carries_raw_keys_and_mapped_values() -> No
     assert orjson.loads(create.key or b"")["payload"] == {"code": "b2"}
     assert orjson.loads(create.value or b"")["payload"]["after"]["code"] == "hash(b2)"
     assert dict(create.headers)["__debezium.oldkey"] == b'{"code":"a1"}'
+
+
+def test_rows_sharing_a_source_block_carry_it_whole_and_a_new_block_replaces_it() -> None:
+    """A snapshot's rows of a table share one source dict (serialised once); the next block
+    must not be taken for it."""
+    serializer = _serializer(schemas=False)
+    shared = {"ts_ms": 1, "snapshot": "true", "table": "orders", "lsn": 7}
+    sources = [shared, shared, shared, {**shared, "snapshot": "last"}, shared]
+    payloads = [
+        orjson.loads(serializer.value(RowChange(TABLE, Op.READ, None, (n, "n", "s"), source)))
+        for n, source in enumerate(sources)
+    ]
+    assert [payload["source"] for payload in payloads] == sources
+    assert [payload["after"]["id"] for payload in payloads] == [0, 1, 2, 3, 4]
