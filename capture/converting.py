@@ -70,11 +70,15 @@ class ConvertingFailures:
         self,
         table: TableId,
         columns: Sequence[Column],
-        converters: Sequence[Converter],
-        values: Sequence[Any],
+        converters: tuple[Converter, ...],
+        values: tuple[Any, ...],
     ) -> tuple[Any, ...]:
         """Convert a row: in one pass, or column by column when a value fails."""
+        if len(values) != len(converters):
+            raise ValueError(f"{table}: {len(values)} values for {len(converters)} columns")
         try:
-            return tuple(convert(value) for convert, value in zip(converters, values, strict=True))
+            # indexed, not zip(strict=True): compiled, this is a C loop; a zip with a keyword
+            # is Python's zip object, a tuple per column
+            return tuple([convert(values[i]) for i, convert in enumerate(converters)])
         except CONVERSION_ERRORS:
             return self.row(table, columns, converters, values)

@@ -161,27 +161,27 @@ class TableSerializer:
         }
         return key_schema, envelope
 
-    def key(self, row: Sequence[Any]) -> bytes | None:
+    def key(self, row: tuple[Any, ...]) -> bytes | None:
         """The key record bytes, or None for a table without key columns."""
         if not self._key_names:
             return None
-        return self._key_head + self._key_payload(row) + self._key_tail
+        return b"".join((self._key_head, self._key_payload(row), self._key_tail))
 
-    def _key_payload(self, row: Sequence[Any]) -> bytes:
+    def _key_payload(self, row: tuple[Any, ...]) -> bytes:
         """The key's fields as bare JSON: what the primary-key-change headers carry."""
-        return orjson.dumps(
-            {name: row[i] for name, i in zip(self._key_names, self._key_indexes, strict=True)}
-        )
+        # Indexed loops, not zip(strict=True), here and in _image: compiled, they are C loops
+        # without a tuple per column (the names and indexes are built together, equally long).
+        indexes = self._key_indexes
+        return orjson.dumps({name: row[indexes[i]] for i, name in enumerate(self._key_names)})
 
-    def _image(self, row: Sequence[Any] | None) -> dict[str, Any] | None:
+    def _image(self, row: tuple[Any, ...] | None) -> dict[str, Any] | None:
         if row is None:
             return None
         if self._project:
-            image = {
-                name: row[i] for name, i in zip(self._value_names, self._value_indexes, strict=True)
-            }
+            indexes = self._value_indexes
+            image = {name: row[indexes[i]] for i, name in enumerate(self._value_names)}
         else:
-            image = dict(zip(self._value_names, row, strict=True))
+            image = {name: row[i] for i, name in enumerate(self._value_names)}
         for name, value_map in self._value_maps:
             image[name] = value_map(image[name])
         return image
@@ -205,7 +205,7 @@ class TableSerializer:
             "ts_us": now_ns // 1_000,
             "ts_ns": now_ns,
         }
-        return self._value_head + orjson.dumps(payload) + self._value_tail
+        return b"".join((self._value_head, orjson.dumps(payload), self._value_tail))
 
     def _source(self, source: dict[str, Any]) -> dict[str, Any] | orjson.Fragment:
         """``source``, serialised once while consecutive rows share the block (a snapshot's

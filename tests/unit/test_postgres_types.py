@@ -8,6 +8,8 @@ the corresponding JDK code, so these tests pin Debezium's exact output.
 from __future__ import annotations
 
 import base64
+import datetime
+import decimal
 import struct
 from typing import Any
 
@@ -619,6 +621,46 @@ def test_timestamp_is_utc_epoch_milli_or_micro_by_precision(
     found = column(OID["timestamp"], typmod, time_precision_mode=mode)
     assert _semantic(found) == expected
     assert found.convert("2018-06-20 15:13:16.945104") == value
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "2026-11-27 21:31:29",
+        "2026-11-27 21:31:29.1",
+        "2026-11-27 21:31:29.12",
+        "2026-11-27 21:31:29.123",
+        "2026-11-27 21:31:29.1234",
+        "2026-11-27 21:31:29.12345",
+        "2026-11-27 21:31:29.123456",
+        "1900-02-28 00:00:00.000001",
+        "0001-01-01 00:00:00",
+    ],
+)
+def test_timestamp_micros_match_the_calendar_for_every_fraction_length(text: str) -> None:
+    parsed = datetime.datetime.fromisoformat(text).replace(tzinfo=datetime.UTC)
+    epoch = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+    assert convert(OID["timestamp"], text, 6) == (parsed - epoch) // datetime.timedelta(
+        microseconds=1
+    )
+
+
+@pytest.mark.parametrize(
+    "text", ["2026-11-27 2x:31:29", "2026-11-27 21:31:29.1234567", "2026-11-27 21:31:29,5"]
+)
+def test_malformed_timestamp_text_is_a_conversion_error(text: str) -> None:
+    with pytest.raises(ValueError, match="2026-11-27"):
+        convert(OID["timestamp"], text, 6)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["0", "-0.50", "12.34", "-12.34", "99999999.99", "-1234567890123.45", "12345678901234567.89"],
+)
+def test_numeric_of_any_length_is_its_exact_unscaled_value(text: str) -> None:
+    encoded = convert(OID["numeric"], text, numeric(20, 2))
+    unscaled = int.from_bytes(base64.b64decode(encoded), "big", signed=True)
+    assert decimal.Decimal(unscaled).scaleb(-2) == decimal.Decimal(text)
 
 
 def test_timestamp_before_the_epoch_floors_to_milliseconds() -> None:

@@ -276,7 +276,10 @@ def _tuple(data: bytes, pos: int) -> tuple[tuple[TupleValue, ...], int]:
     for _ in range(ncols):
         kind = data[pos]
         if kind == 0x74:  # 't': text value
-            length = int.from_bytes(data[pos + 1 : pos + 5], "big")
+            # the Int32 length byte by byte: compiled, no 4-byte slice object per value
+            length = (
+                (data[pos + 1] << 24) | (data[pos + 2] << 16) | (data[pos + 3] << 8) | data[pos + 4]
+            )
             pos += 5
             append(data[pos : pos + length].decode())
             pos += length

@@ -36,7 +36,7 @@ from cdcflow.capture.spi import (
 )
 
 log = logging.getLogger(__name__)
-UNCHANGED = pgoutput.UNCHANGED_TOAST
+UNCHANGED: Final = pgoutput.UNCHANGED_TOAST
 
 
 class SourceBlock:
@@ -458,11 +458,12 @@ class PostgresStream:
         raw: tuple[pgoutput.TupleValue, ...],
         old: tuple[pgoutput.TupleValue, ...] | None = None,
     ) -> tuple[Any, ...]:
-        if UNCHANGED not in raw:
+        if not _has_unchanged(raw):
+            converters = decoded.converters
             try:
+                # indexed, not zip(strict=True): compiled, a C loop without a tuple per column
                 return tuple(
-                    convert(raw[position])
-                    for position, convert in zip(decoded.positions, decoded.converters, strict=True)
+                    [converters[i](raw[position]) for i, position in enumerate(decoded.positions)]
                 )
             except CONVERSION_ERRORS:
                 pass  # converted again column by column, as event.converting.failure.* says
@@ -533,3 +534,9 @@ class PostgresStream:
             ts_us=ts_us, table=None, tx_id=None, lsn=lsn, last_commit_lsn=lsn
         )
         return LogMessage(message.prefix, message.content, False, source, None)
+
+
+def _has_unchanged(raw: tuple[pgoutput.TupleValue, ...]) -> bool:
+    """Whether a tuple holds an unchanged TOAST value: by identity (``in`` compares every
+    value with ``==``, a rich comparison per string)."""
+    return any(value is UNCHANGED for value in raw)  # compiled: a C loop

@@ -312,6 +312,12 @@ _STRING_SPECIALS: Final[dict[str, str]] = {
 }
 
 
+#: Numerics up to this many characters are parsed digit by digit (their unscaled value fits
+#: a machine word, which a compiled loop multiplies without allocating).
+_SHORT_NUMERIC: Final = 18
+_POWERS_OF_TEN: Final = tuple(10**n for n in range(_SHORT_NUMERIC))
+
+
 def _parse_numeric(text: str) -> tuple[int, int]:
     """``"-12.340"`` -> ``(-12340, 3)``: the unscaled integer and the scale, exactly."""
     if text in _NUMERIC_SPECIALS:
@@ -320,6 +326,16 @@ def _parse_numeric(text: str) -> tuple[int, int]:
             "Set decimal.handling.mode to 'string' or 'double' to capture it."
         )
     point = text.find(".")
+    if len(text) <= _SHORT_NUMERIC:  # digit by digit, in place
+        negative = text.startswith("-")
+        start = 1 if negative else 0
+        if point < 0:
+            unscaled, scale = _digits(text, start, len(text)), 0
+        else:
+            fraction = _digits(text, point + 1, len(text))
+            scale = len(text) - point - 1
+            unscaled = _digits(text, start, point) * _POWERS_OF_TEN[scale] + fraction
+        return (-unscaled if negative else unscaled), scale
     if point < 0:
         return int(text), 0
     return int(text[:point] + text[point + 1 :]), len(text) - point - 1
@@ -458,6 +474,36 @@ def _micros_of_day(hours: str, minutes: str, seconds: str, fraction: str | None)
     return micros + int(fraction.ljust(6, "0")) if fraction else micros
 
 
+def _digits(text: str, start: int, end: int) -> int:
+    """The unsigned decimal number ``text[start:end]``, read in place: compiled, a C loop
+    without the slice and the ``int()`` parse per field (ValueError on a non-digit)."""
+    value = 0
+    for index in range(start, end):
+        digit = ord(text[index]) - 48
+        if digit < 0 or digit > 9:
+            raise ValueError(f"unexpected character in {text!r} at {index}")
+        value = value * 10 + digit
+    return value
+
+
+#: Microseconds per unit of the last digit of a fraction with 0-6 digits.
+_FRACTION_UNIT: Final = (0, 100_000, 10_000, 1_000, 100, 10, 1)
+
+
+def _fixed_layout_micros(text: str) -> int:
+    """Microseconds since the epoch of ``YYYY-MM-DD HH:MM:SS[.ffffff]``, PostgreSQL's usual
+    timestamp text (checked by the caller), digit by digit."""
+    days = epoch_days(_digits(text, 0, 4), _digits(text, 5, 7), _digits(text, 8, 10))
+    seconds = (_digits(text, 11, 13) * 60 + _digits(text, 14, 16)) * 60 + _digits(text, 17, 19)
+    micros = days * MICROS_PER_DAY + seconds * MICROS_PER_SECOND
+    fraction_digits = len(text) - 20
+    if fraction_digits <= 0:
+        return micros
+    if fraction_digits > 6 or text[19] != ".":
+        raise ValueError(f"unexpected timestamp text {text!r}")
+    return micros + _digits(text, 20, len(text)) * _FRACTION_UNIT[fraction_digits]
+
+
 def _offset_seconds(sign: str, hours: str, minutes: str | None, seconds: str | None) -> int:
     total = int(hours) * 3600 + int(minutes or 0) * 60 + int(seconds or 0)
     return -total if sign == "-" else total
@@ -497,9 +543,7 @@ def _timestamp_micros(text: str | None) -> int | None:
     if text == "-infinity":
         return _NEGATIVE_INFINITY_MICROS
     if len(text) >= 19 and text[4] == "-" and text[-1] != "C":  # the common fixed layout
-        days = epoch_days(int(text[:4]), int(text[5:7]), int(text[8:10]))
-        clock = _micros_of_day(text[11:13], text[14:16], text[17:19], text[20:])
-        return days * MICROS_PER_DAY + clock
+        return _fixed_layout_micros(text)
     y, mo, d, h, mi, s, frac, bc = _match(_TIMESTAMP_RE, text, "timestamp").groups()
     days = epoch_days(_year(y, bc), int(mo), int(d))
     return days * MICROS_PER_DAY + _micros_of_day(h, mi, s, frac)
