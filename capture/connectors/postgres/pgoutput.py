@@ -267,19 +267,22 @@ def _relation(data: bytes) -> Relation:
     return Relation(relid & 0xFFFFFFFF, namespace or "pg_catalog", name, identity, tuple(columns))
 
 
+def _uint32(data: bytes, pos: int) -> int:
+    """The big-endian unsigned Int32 at ``pos``, byte by byte: compiled, no struct call and no
+    tuple (or slice) per field of a row message."""
+    return (data[pos] << 24) | (data[pos + 1] << 16) | (data[pos + 2] << 8) | data[pos + 3]
+
+
 def _tuple(data: bytes, pos: int) -> tuple[tuple[TupleValue, ...], int]:
     """Decode TupleData at ``pos``; return the values and the position after them."""
-    (ncols,) = _INT16.unpack_from(data, pos)
+    ncols = (data[pos] << 8) | data[pos + 1]
     pos += 2
     values: list[TupleValue] = []
     append = values.append
     for _ in range(ncols):
         kind = data[pos]
         if kind == 0x74:  # 't': text value
-            # the Int32 length byte by byte: compiled, no 4-byte slice object per value
-            length = (
-                (data[pos + 1] << 24) | (data[pos + 2] << 16) | (data[pos + 3] << 8) | data[pos + 4]
-            )
+            length = _uint32(data, pos + 1)
             pos += 5
             append(data[pos : pos + length].decode())
             pos += length
@@ -295,15 +298,13 @@ def _tuple(data: bytes, pos: int) -> tuple[tuple[TupleValue, ...], int]:
 
 
 def _insert(data: bytes) -> Insert:
-    (relid,) = _INT32.unpack_from(data, 1)
-    if data[5:6] != b"N":
+    if data[5] != 0x4E:  # 'N'
         raise ProtocolError("insert without a new tuple")
     new, _ = _tuple(data, 6)
-    return Insert(relid & 0xFFFFFFFF, new)
+    return Insert(_uint32(data, 1), new)
 
 
 def _update(data: bytes) -> Update:
-    (relid,) = _INT32.unpack_from(data, 1)
     kind = chr(data[5])
     old: tuple[TupleValue, ...] | None = None
     pos = 6
@@ -316,14 +317,13 @@ def _update(data: bytes) -> Update:
     if kind != "N":
         raise ProtocolError(f"update without a new tuple (got {kind!r})")
     new, _ = _tuple(data, pos)
-    return Update(relid & 0xFFFFFFFF, old_kind, old, new)
+    return Update(_uint32(data, 1), old_kind, old, new)
 
 
 def _delete(data: bytes) -> Delete:
-    (relid,) = _INT32.unpack_from(data, 1)
     kind = chr(data[5])
     old, _ = _tuple(data, 6)
-    return Delete(relid & 0xFFFFFFFF, kind, old)
+    return Delete(_uint32(data, 1), kind, old)
 
 
 def _truncate(data: bytes) -> Truncate:

@@ -377,14 +377,20 @@ class PostgresStream:
         self._tx = begin
         ts_us = pgoutput.to_unix_us(begin.commit_time_us)
         self._last_ts_us = ts_us
+        # Every key of the source block, in the schema's order: each event's block is a copy
+        # with its sequence, table and LSN set (a dict copy, not a rebuilt dict per event).
         self._tx_base = {
             **self._source.base,
             "ts_ms": ts_us // 1000,
             "snapshot": self._source.streaming_snapshot,
             "db": self._source.database,
+            "sequence": None,
             "ts_us": ts_us,
             "ts_ns": ts_us * 1000,
+            "schema": "",
+            "table": "",
             "txId": begin.xid,
+            "lsn": None,
             "xmin": None,
             "origin": None,
             "origin_lsn": None,
@@ -418,13 +424,11 @@ class PostgresStream:
 
     def _source_for(self, table: TableId, lsn: int) -> dict[str, Any]:
         last = self._last_commit_lsn
-        source = {
-            **self._tx_base,
-            "sequence": f'["{last}","{lsn}"]' if last is not None else f'[null,"{lsn}"]',
-            "schema": table.schema,
-            "table": table.table,
-            "lsn": lsn,
-        }
+        source = self._tx_base.copy()
+        source["sequence"] = f'["{last}","{lsn}"]' if last is not None else f'[null,"{lsn}"]'
+        source["schema"] = table.schema
+        source["table"] = table.table
+        source["lsn"] = lsn
         if self._xmin is not None:
             source["xmin"] = self._xmin()  # in place: the block already holds the key
         return source

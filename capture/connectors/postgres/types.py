@@ -246,7 +246,11 @@ def _passthrough(text: str | None) -> str | None:
 
 
 def _to_int(text: str | None) -> int | None:
-    return None if text is None else int(text)
+    if text is None:
+        return None
+    if len(text) < _SHORT_NUMERIC:  # digit by digit, in place
+        return -_digits(text, 1, len(text)) if text.startswith("-") else _digits(text, 0, len(text))
+    return int(text)
 
 
 def _to_bool(text: str | None) -> bool | None:
@@ -477,6 +481,8 @@ def _micros_of_day(hours: str, minutes: str, seconds: str, fraction: str | None)
 def _digits(text: str, start: int, end: int) -> int:
     """The unsigned decimal number ``text[start:end]``, read in place: compiled, a C loop
     without the slice and the ``int()`` parse per field (ValueError on a non-digit)."""
+    if start >= end:
+        raise ValueError(f"a number is missing in {text!r}")
     value = 0
     for index in range(start, end):
         digit = ord(text[index]) - 48
