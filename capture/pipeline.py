@@ -107,6 +107,8 @@ class Dispatcher:
         self._skipped_ops = tuple(op for op in Op if op.value in self._skipped)
         self._tx_metadata = properties.provide_transaction_metadata
         self._tables: dict[int, tuple[TableSchema, int, TableSerializer | None]] = {}
+        #: The entry of the last table seen: rows of one table mostly come in runs.
+        self._last: tuple[TableSchema, int, TableSerializer | None] | None = None
         self._tx: _Transaction | None = None
         signal = properties.signal_data_collection
         self._signal_table = TableId.parse(signal) if signal else None
@@ -126,12 +128,15 @@ class Dispatcher:
         """``table`` (to tell a reused id), its flags and, when captured, its serializer; once
         per schema version, looked up by identity (a TableId's dataclass hash is a Python
         call)."""
-        entry = self._tables.get(id(table))
+        entry = self._last
         if entry is not None and entry[0] is table:
             return entry
-        flags = self._flags_of(table.id)
-        entry = (table, flags, self._serializer(table) if flags & CAPTURED else None)
-        self._tables[id(table)] = entry
+        entry = self._tables.get(id(table))
+        if entry is None or entry[0] is not table:
+            flags = self._flags_of(table.id)
+            entry = (table, flags, self._serializer(table) if flags & CAPTURED else None)
+            self._tables[id(table)] = entry
+        self._last = entry
         return entry
 
     def _serializer(self, table: TableSchema) -> TableSerializer:
