@@ -42,6 +42,7 @@ unit integration e2e: setup
 bench: setup
 	$(BIN)/python -m bench.pipeline_throughput
 	$(BIN)/python -m bench.snapshot_throughput
+	$(BIN)/python -m bench.event_cost
 	$(BIN)/python -m bench.incremental_snapshot
 	$(BIN)/python -m bench.spark_apply
 	$(BIN)/python -m bench.commit_latency
