@@ -47,6 +47,7 @@ HOT_MODULES = (
     "cdcflow.capture.connectors.mysql.binlog",
     "cdcflow.capture.connectors.mysql.position",
     "cdcflow.capture.connectors.mysql.source",
+    "cdcflow.capture.connectors.mysql.tables",
     "cdcflow.capture.connectors.mysql.types",
     "cdcflow.capture.connectors.db2.lsn",
     "cdcflow.capture.connectors.db2.stream",

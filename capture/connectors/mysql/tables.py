@@ -55,10 +55,13 @@ class RowDecoder:
                 f"the schema history has {self.width}: the history does not match the binlog. "
                 "Rebuild it with snapshot.mode=recovery"
             )
+        # Indexed, not zip(strict=True): compiled, a C loop without a tuple per column (the
+        # schema's columns and ``kept`` are built together, equally long).
         columns = self.schema.columns
         if len(columns) == self.width:
-            return tuple(column.convert(value) for column, value in zip(columns, row, strict=True))
-        return tuple(column.convert(row[i]) for column, i in zip(columns, self.kept, strict=True))
+            return tuple([column.convert(row[i]) for i, column in enumerate(columns)])
+        kept = self.kept
+        return tuple([column.convert(row[kept[i]]) for i, column in enumerate(columns)])
 
 
 @dataclass(frozen=True)
