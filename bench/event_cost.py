@@ -31,8 +31,8 @@ from typing import Any
 import psycopg
 from psycopg.types.string import TextLoader
 
+from bench import pipeline_throughput
 from bench.common import print_line
-from bench.pipeline_throughput import SCHEMA
 from cdcflow.capture.connectors.postgres import pgoutput, snapshotter
 from cdcflow.capture.connectors.postgres.connector import SOURCE_SCHEMA
 from cdcflow.capture.connectors.postgres.properties import parse_properties
@@ -48,7 +48,8 @@ from cdcflow.capture.topics import TopicNames
 from cdcflow.operator.devservices import postgres
 
 PROPERTIES = parse_properties({"topic.prefix": "bench"})
-TRANSACTION_ROWS = 1000
+#: The slot whose changes are kept (peeked, never consumed).
+SLOT = "cost"
 Frame = pgoutput.XLogData | pgoutput.Keepalive
 
 
@@ -107,21 +108,16 @@ class KeptFrames:
 
 
 def _fill(dsn: str, rows: int) -> list[Frame]:
-    """The table filled in 1,000-row transactions; the pgoutput frames of those inserts."""
+    """The table filled as bench.pipeline_throughput fills it; the pgoutput frames of those
+    inserts, read from a slot made before them."""
+    pipeline_throughput.prepare(dsn, slots=[SLOT])
+    pipeline_throughput.write_backlog(dsn, rows)
     with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(SCHEMA)
-        conn.execute("CREATE PUBLICATION cost FOR TABLE bench")
-        conn.execute("SELECT pg_create_logical_replication_slot('cost', 'pgoutput')")
-        for first in range(1, rows + 1, TRANSACTION_ROWS):
-            conn.execute(
-                "INSERT INTO bench (id, name, amount) SELECT g, 'customer ' || g, g / 100.0 "
-                "FROM generate_series(%s::bigint, %s::bigint) g",
-                (first, min(first + TRANSACTION_ROWS - 1, rows)),
-            )
         conn.execute("VACUUM (FREEZE, ANALYZE) bench")
         changes = conn.execute(
-            "SELECT lsn, data FROM pg_logical_slot_peek_binary_changes('cost', NULL, NULL, "
-            "'proto_version', '1', 'publication_names', 'cost')"
+            "SELECT lsn, data FROM pg_logical_slot_peek_binary_changes(%s, NULL, NULL, "
+            "'proto_version', '1', 'publication_names', 'bench')",
+            (SLOT,),
         ).fetchall()
     return [
         pgoutput.XLogData(_lsn(str(lsn)), _lsn(str(lsn)), 0, bytes(data)) for lsn, data in changes

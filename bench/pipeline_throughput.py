@@ -89,7 +89,8 @@ DEBEZIUM_RUNS = (
 )
 
 
-def _write_backlog(dsn: str, rows: int) -> None:
+def write_backlog(dsn: str, rows: int) -> None:
+    """``rows`` inserts into the bench table, in 1,000-row transactions."""
     with psycopg.connect(dsn, autocommit=True) as conn:
         for start in range(0, rows, 1000):
             conn.execute(
@@ -180,7 +181,7 @@ def start_capture(
         process.wait(60)
 
 
-def _prepare(dsn: str, *, slots: list[str]) -> None:
+def prepare(dsn: str, *, slots: list[str]) -> None:
     """The bench table, publication ``bench`` on it, and one pgoutput slot per reader."""
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute(SCHEMA)
@@ -337,9 +338,9 @@ def main() -> None:
     with postgres.running_postgres() as server, kafka.running_kafka() as broker:
         warm_kafka_for_drains(broker.bootstrap_servers)
         dsn = server.dsn()
-        _prepare(dsn, slots=["bench", "bench_raw", *dbz_slots])
+        prepare(dsn, slots=["bench", "bench_raw", *dbz_slots])
         started = time.perf_counter()
-        _write_backlog(dsn, rows)
+        write_backlog(dsn, rows)
         print(
             f"backlog: {rows} inserts in {-(-rows // 1000)} transactions written in "
             f"{time.perf_counter() - started:.1f}s"

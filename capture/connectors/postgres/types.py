@@ -248,7 +248,7 @@ def _passthrough(text: str | None) -> str | None:
 def _to_int(text: str | None) -> int | None:
     if text is None:
         return None
-    if len(text) < _SHORT_NUMERIC:  # digit by digit, in place
+    if len(text) <= _SHORT_NUMERIC:  # digit by digit, in place
         return -_digits(text, 1, len(text)) if text.startswith("-") else _digits(text, 0, len(text))
     return int(text)
 
