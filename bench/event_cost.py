@@ -1,10 +1,10 @@
-"""CPU per event of cdcflow's PostgreSQL paths in one process, without Kafka: where a change
-to the hot path shows first.
+"""CPU per event of cdcflow's PostgreSQL paths on the thread that does the work: where a
+change to the hot path shows first.
 
 The throughput benches time the whole machine (PostgreSQL, Kafka, the capture) and move by
 ±20 % between runs on a shared 2-core host; this one measures the capture's own event work
 alone, on the thread that does it, so that two builds can be compared run against run (see
-docs/performance.md). It starts PostgreSQL, fills bench.pipeline_throughput's table with N
+docs/performance.md). It starts PostgreSQL and Kafka, fills bench.pipeline_throughput's table with N
 rows (default 200,000) in 1,000-row transactions, keeps the pgoutput frames of those inserts
 (read once from a slot with ``pg_logical_slot_peek_binary_changes``) and then, ``--loops``
 times each, reports the least thread CPU per event of:
@@ -12,10 +12,10 @@ times each, reports the least thread CPU per event of:
 1. the snapshot reader alone (server-side cursor, values converted), the ceiling of 2.;
 2. the snapshot: rows read, converted, enveloped and serialised into a sink that drops them;
 3. streaming: the kept frames decoded, converted, enveloped and serialised, through the
-   engine's stream loop, into the same sink.
-
-What Kafka adds per record (``produce`` with Debezium's context headers, the delivery
-reports) is in the throughput benches' figures, not here.
+   engine's stream loop, into the same sink;
+4. the same into the Kafka sink on a real broker: what ``produce`` (with Debezium's context
+   headers) and serving the delivery reports add on the event thread, the final flush
+   included; librdkafka's own threads (batching, compression, the socket) are not counted.
 
     python -m bench.event_cost [--rows 200000] [--loops 5]
 """
@@ -41,11 +41,12 @@ from cdcflow.capture.connectors.postgres.tables import DecodedTable, TableCatalo
 from cdcflow.capture.connectors.postgres.types import TypeOptions
 from cdcflow.capture.envelope import Framing, context_headers
 from cdcflow.capture.filters import Filters
+from cdcflow.capture.kafka.producer import KafkaSink
 from cdcflow.capture.pipeline import Dispatcher, Pipeline
-from cdcflow.capture.spi import Offset, Record, RowChange, TableId
+from cdcflow.capture.spi import Offset, Record, RowChange, Sink, TableId
 from cdcflow.capture.stats import Stats
 from cdcflow.capture.topics import TopicNames
-from cdcflow.operator.devservices import postgres
+from cdcflow.operator.devservices import kafka, postgres
 
 PROPERTIES = parse_properties({"topic.prefix": "bench"})
 #: The slot whose changes are kept (peeked, never consumed).
@@ -137,8 +138,8 @@ def _framing() -> Framing:
     )
 
 
-def _pipeline(stop: threading.Event) -> tuple[Pipeline, CountingSink]:
-    sink, stats = CountingSink(), Stats(connector="bench", server="bench")
+def _pipeline(stop: threading.Event, sink: Sink) -> Pipeline:
+    stats = Stats(connector="bench", server="bench")
     dispatcher = Dispatcher(
         properties=PROPERTIES,
         framing=_framing(),
@@ -146,7 +147,7 @@ def _pipeline(stop: threading.Event) -> tuple[Pipeline, CountingSink]:
         sink=sink,
         stats=stats,
     )
-    pipeline = Pipeline(
+    return Pipeline(
         dispatcher=dispatcher,
         sink=sink,
         offsets=NoOffsets(),
@@ -154,7 +155,6 @@ def _pipeline(stop: threading.Event) -> tuple[Pipeline, CountingSink]:
         stats=stats,
         stop=stop,
     )
-    return pipeline, sink
 
 
 def _least_cpu_per_event(run: Callable[[], int], loops: int) -> float:
@@ -185,8 +185,8 @@ def _snapshot_runs(
         return count
 
     def snapshot() -> int:
-        pipeline, sink = _pipeline(threading.Event())
-        pipeline.snapshot(rows())
+        sink = CountingSink()
+        _pipeline(threading.Event(), sink).snapshot(rows())
         conn.commit()
         return sink.records
 
@@ -194,9 +194,12 @@ def _snapshot_runs(
 
 
 def _stream_run(
-    conn: psycopg.Connection[tuple[Any, ...]], frames: Sequence[Frame]
+    conn: psycopg.Connection[tuple[Any, ...]],
+    frames: Sequence[Frame],
+    sink: Sink,
 ) -> Callable[[], int]:
-    """The kept frames through the stream loop, from a fresh relation cache each run."""
+    """The kept frames through the stream loop into ``sink``, from a fresh relation cache
+    each run; the stream loop's last commit flushes the sink (Kafka acknowledged them all)."""
     filters = Filters.from_properties(PROPERTIES)
 
     def stream() -> int:
@@ -212,10 +215,11 @@ def _stream_run(
             status_interval_s=10.0,
             poll_interval_s=0.5,
         )
-        pipeline, sink = _pipeline(stop)
-        pipeline.stream(source)
-        return sink.records
+        _pipeline(stop, sink).stream(source)
+        return events
 
+    inserts = [f for f in frames if isinstance(f, pgoutput.XLogData) and f.payload[:1] == b"I"]
+    events = len(inserts)  # one record each
     return stream
 
 
@@ -224,7 +228,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=200_000)
     parser.add_argument("--loops", type=int, default=5)
     args = parser.parse_args()
-    with postgres.running_postgres() as server:
+    with postgres.running_postgres() as server, kafka.running_kafka() as broker:
         frames = _fill(server.dsn(), args.rows)
         with psycopg.connect(server.dsn()) as conn:
             catalog = TableCatalog(
@@ -241,8 +245,15 @@ def main() -> None:
             }
             conn.autocommit = True
             figures["stream to a null sink"] = _least_cpu_per_event(
-                _stream_run(conn, frames), args.loops
+                _stream_run(conn, frames, CountingSink()), args.loops
             )
+            kafka_sink = KafkaSink(bootstrap_servers=broker.bootstrap_servers)
+            try:
+                figures["stream into Kafka (event thread)"] = _least_cpu_per_event(
+                    _stream_run(conn, frames, kafka_sink), args.loops
+                )
+            finally:
+                kafka_sink.close()
     print(f"{args.rows:,} rows; least thread CPU of {args.loops} runs each")
     for label, micros in figures.items():
         print_line(label, f"{micros:>10.2f} µs per event ({1e6 / micros:>9,.0f} per CPU-second)")

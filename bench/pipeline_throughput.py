@@ -4,13 +4,17 @@ Starts PostgreSQL and Kafka and writes N inserts (default 500k, in 1000-row tran
 nothing reads them, every reader's slot created up front on publication ``bench``. Then, one
 after another over the same WAL:
 
-1. a bare Python receive loop (slot ``bench_raw``) measures the raw pgoutput rate the server and
-   psycopg deliver: the ceiling the pipeline is compared to;
-2. ``cdcflow capture`` as a child process (slot ``bench``, JSON with schemas, Kafka sink) is
-   timed from its first event until the offset it saved covers the backlog, i.e. until Kafka
-   acknowledged every event; with its CPU seconds over that span (events per CPU-second) and
-   its peak RSS;
-3. the Debezium PostgreSQL connector (pgoutput, ``snapshot.mode=no_data``, JSON with schemas,
+1. a bare Python receive loop (slot ``bench_raw<i>``) measures the raw pgoutput rate the server
+   and psycopg deliver: the ceiling the pipeline is compared to;
+2. right after it, ``cdcflow capture`` as a child process (slot and topic prefix ``bench<i>``,
+   JSON with schemas, Kafka sink) is timed from the first record in its topic until the topic
+   holds every event, i.e. until Kafka acknowledged them all; with its CPU seconds over that
+   span (events per CPU-second) and its peak RSS; then (untimed) until the offset it saved
+   covers the backlog;
+3. 1. and 2. again, ``--pairs`` times in all (default 3): the two cores are shared with
+   PostgreSQL and the broker and one drain moves by ±20 % between runs, so the ratio to the
+   ceiling is each pair's (measured back to back) and the figure reported is the median pair;
+4. the Debezium PostgreSQL connector (pgoutput, ``snapshot.mode=no_data``, JSON with schemas,
    the worker's default converters) on a fresh standalone Kafka Connect worker with the full
    JIT, timed from its first record until its topic holds every row, with the worker's CPU
    seconds and peak RSS; twice: with Connect's default producer (slot ``bench_dbz``, prefix
@@ -18,10 +22,10 @@ after another over the same WAL:
    lz4, as ``producer.override.*``; slot ``bench_dbzt``, prefix ``dbzt``). ``--no-debezium``
    skips it; when the worker or the plugin is unavailable the bench says why.
 
-It ends with the ratios the goals name: cdcflow against tuned Debezium (events/s and events per
-CPU-second) and against the raw receive rate.
+It ends with the ratios the goals name: cdcflow (its median drain) against tuned Debezium
+(events/s and events per CPU-second) and against the raw receive rate (the median pair).
 
-    python -m bench.pipeline_throughput [--rows 500000] [--no-debezium]
+    python -m bench.pipeline_throughput [--rows 500000] [--pairs 3] [--no-debezium]
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -100,7 +104,7 @@ def write_backlog(dsn: str, rows: int) -> None:
             )
 
 
-def _raw_ceiling(server: postgres.PostgresServer, target: int) -> Rate:
+def _raw_ceiling(server: postgres.PostgresServer, target: int, *, slot: str) -> Rate:
     """A bare receive loop (frames only) over the same WAL: seconds and row messages."""
     endpoint = Endpoint(
         host=server.host,
@@ -110,7 +114,7 @@ def _raw_ceiling(server: postgres.PostgresServer, target: int) -> Rate:
         password=server.superuser_password,
     )
     stream = ReplicationStream(connect_replication(endpoint))
-    stream.start(slot="bench_raw", publication="bench", start_lsn=0, messages=False)
+    stream.start(slot=slot, publication="bench", start_lsn=0, messages=False)
     rows, started = 0, time.perf_counter()
     while True:
         frame = stream.read(5.0)
@@ -211,19 +215,22 @@ def _run_capture(
     broker: kafka.KafkaBroker,
     *,
     workdir: Path,
+    slot: str,
     target: int,
     rows: int,
 ) -> tuple[Rate, int]:
-    """The drain of ``rows`` events timed as Debezium's is, from the first record in the topic
-    until it holds them all, with the capture's CPU seconds over that span and its peak RSS;
-    then (untimed) until the saved offset covers the backlog; and the events /status counted."""
+    """The drain of ``rows`` events on ``slot`` (also the topic prefix) timed as Debezium's
+    is, from the first record in the topic until it holds them all, with the capture's CPU
+    seconds over that span and its peak RSS; then (untimed) until the saved offset covers the
+    backlog; and the events /status counted."""
+    config = {"slot.name": slot, "topic.prefix": slot}
     with (
         topic_consumer(broker) as consumer,
-        start_capture(server, broker, workdir) as capture,
+        start_capture(server, broker, workdir, config) as capture,
     ):
         rate = topic_rate(
             consumer,
-            topic="bench.public.bench",
+            topic=f"{slot}.public.bench",
             rows=rows,
             pid=capture.process.pid,
             check=capture.status,  # raises when the capture died
@@ -281,7 +288,55 @@ def _run_debezium(
 # -- Report --------------------------------------------------------------------------------------
 
 
-def _print_cdcflow(raw: Rate, capture: Rate, seen: int) -> None:
+@dataclass(frozen=True)
+class Pair:
+    """The raw receive ceiling and a cdcflow drain measured right after it."""
+
+    raw: Rate
+    capture: Rate
+    seen: int
+
+    @property
+    def ratio(self) -> float:
+        return self.capture.per_s / self.raw.per_s
+
+
+def _run_pairs(
+    server: postgres.PostgresServer, broker: kafka.KafkaBroker, *, pairs: int, rows: int
+) -> list[Pair]:
+    """``pairs`` times the raw receive loop, then a cdcflow drain, each on its own slot."""
+    target = _current_lsn(server.dsn())
+    measured = []
+    for index in range(pairs):
+        raw = _raw_ceiling(server, target, slot=f"bench_raw{index}")
+        with tempfile.TemporaryDirectory() as workdir:
+            capture, seen = _run_capture(
+                server,
+                broker,
+                workdir=Path(workdir),
+                slot=f"bench{index}",
+                target=target,
+                rows=rows,
+            )
+        measured.append(Pair(raw, capture, seen))
+        print(
+            f"pair {index + 1}: raw {raw.per_s:,.0f} rows/s, cdcflow {capture.per_s:,.0f} "
+            f"events/s: {measured[-1].ratio:.2f} of raw",
+            flush=True,
+        )
+    return measured
+
+
+def _median(pairs: list[Pair], key: Callable[[Pair], float]) -> Pair:
+    """The pair in the middle by ``key`` (the upper one of an even count)."""
+    return sorted(pairs, key=key)[len(pairs) // 2]
+
+
+def _print_cdcflow(pairs: list[Pair]) -> None:
+    """The median pair's figures (by ratio), the capture's from its median drain (by rate)."""
+    raw = _median(pairs, lambda pair: pair.ratio).raw
+    median = _median(pairs, lambda pair: pair.capture.per_s)
+    capture, seen = median.capture, median.seen
     print_line("raw pgoutput receive ceiling", f"{raw.per_s:>10,.0f} rows/s ({raw.rows} rows)")
     print_line(
         "cdcflow capture → Kafka (acked)",
@@ -313,13 +368,18 @@ def print_debezium(results: Mapping[str, Rate | str]) -> None:
         )
 
 
-def _print_goals(raw: Rate, capture: Rate, tuned: Rate | None) -> None:
+def _print_goals(pairs: list[Pair], tuned: Rate | None) -> None:
+    capture = _median(pairs, lambda pair: pair.capture.per_s).capture
     print_goal(
         "cdcflow ÷ tuned Debezium, events/s",
         capture.per_s / tuned.per_s if tuned else None,
         GOAL_VS_DEBEZIUM,
     )
-    print_goal("cdcflow ÷ raw pgoutput receive rate", capture.per_s / raw.per_s, GOAL_VS_RAW)
+    print_goal(
+        f"cdcflow ÷ raw receive rate, median of {len(pairs)}",
+        _median(pairs, lambda pair: pair.ratio).ratio,
+        GOAL_VS_RAW,
+    )
     print_goal(
         "cdcflow ÷ tuned Debezium, events per CPU-s",
         capture.per_cpu_s / tuned.per_cpu_s if tuned else None,
@@ -328,8 +388,9 @@ def _print_goals(raw: Rate, capture: Rate, tuned: Rate | None) -> None:
 
 
 def main() -> None:
-    args = bench_arguments(__doc__.splitlines()[0], rows=500_000)
+    args = bench_arguments(__doc__.splitlines()[0], rows=500_000, pairs=3)
     rows: int = args.rows
+    pairs: int = args.pairs
     not_measured = debezium_skipped(
         args, connector="POSTGRES_CONNECTOR", plugin="postgres", database="PostgreSQL"
     )
@@ -338,28 +399,24 @@ def main() -> None:
     with postgres.running_postgres() as server, kafka.running_kafka() as broker:
         warm_kafka_for_drains(broker.bootstrap_servers)
         dsn = server.dsn()
-        prepare(dsn, slots=["bench", "bench_raw", *dbz_slots])
+        own_slots = [f"bench{i}" for i in range(pairs)] + [f"bench_raw{i}" for i in range(pairs)]
+        prepare(dsn, slots=[*own_slots, *dbz_slots])
         started = time.perf_counter()
         write_backlog(dsn, rows)
         print(
             f"backlog: {rows} inserts in {-(-rows // 1000)} transactions written in "
             f"{time.perf_counter() - started:.1f}s"
         )
-        target = _current_lsn(dsn)
-        raw = _raw_ceiling(server, target)
-        with tempfile.TemporaryDirectory() as workdir:
-            capture, seen = _run_capture(
-                server, broker, workdir=Path(workdir), target=target, rows=rows
-            )
+        measured = _run_pairs(server, broker, pairs=pairs, rows=rows)
         if not_measured is None:
             debezium = _run_debezium(server, broker, rows=rows)
-    _print_cdcflow(raw, capture, seen)
+    _print_cdcflow(measured)
     if debezium:
         print_debezium(debezium)
     else:
         print_line("Debezium PostgreSQL connector", f"not measured, {not_measured}")
     tuned = debezium.get("tuned producer")
-    _print_goals(raw, capture, tuned if isinstance(tuned, Rate) else None)
+    _print_goals(measured, tuned if isinstance(tuned, Rate) else None)
 
 
 if __name__ == "__main__":

@@ -158,15 +158,18 @@ class KafkaSink:
         headers = record.headers
         while True:
             try:
-                if headers:
+                if headers:  # every argument by position: no keyword dict per record
                     self._producer.produce(
                         record.topic,
                         record.value,
                         record.key,
                         partition,
-                        headers=self._header_list(headers),
+                        None,  # callback: the producer's on_delivery
+                        None,  # on_delivery (callback's alias)
+                        0,  # timestamp: now
+                        self._header_list(headers),
                     )
-                else:  # the common case: no keyword arguments to parse
+                else:
                     self._producer.produce(record.topic, record.value, record.key, partition)
                 break
             except BufferError:
