@@ -280,13 +280,20 @@ def print_goal(label: str, ratio: float | None, goal: float) -> None:
     print_line(label, f"{ratio:>10.2f} (goal ≥ {goal:.2f}: {verdict})")
 
 
+def _positive(text: str) -> int:
+    """An argparse type: a whole number of at least 1."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+    return int(text)
+
+
 def bench_arguments(description: str, *, rows: int, pairs: int | None = None) -> argparse.Namespace:
     """The options every throughput bench takes: ``--rows`` and ``--no-debezium``; with
     ``pairs``, ``--pairs`` (ceiling and cdcflow measured back to back that many times)."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--rows", type=int, default=rows)
     if pairs is not None:
-        parser.add_argument("--pairs", type=int, default=pairs, help="ceiling/cdcflow pairs")
+        parser.add_argument("--pairs", type=_positive, default=pairs, help="ceiling/cdcflow pairs")
     parser.add_argument("--no-debezium", action="store_true", help="skip the Debezium connector")
     return parser.parse_args()
 

@@ -49,6 +49,8 @@ from cdcflow.capture.topics import TopicNames
 from cdcflow.operator.devservices import kafka, postgres
 
 PROPERTIES = parse_properties({"topic.prefix": "bench"})
+#: The source block of every event here.
+BLOCK = SourceBlock(version="3.7.0.Final", server="bench", database="postgres")
 #: The slot whose changes are kept (peeked, never consumed).
 SLOT = "cost"
 Frame = pgoutput.XLogData | pgoutput.Keepalive
@@ -120,14 +122,11 @@ def _fill(dsn: str, rows: int) -> list[Frame]:
             "'proto_version', '1', 'publication_names', 'bench')",
             (SLOT,),
         ).fetchall()
-    return [
-        pgoutput.XLogData(_lsn(str(lsn)), _lsn(str(lsn)), 0, bytes(data)) for lsn, data in changes
-    ]
-
-
-def _lsn(text: str) -> int:
-    high, low = text.split("/")
-    return (int(high, 16) << 32) | int(low, 16)
+    frames: list[Frame] = []
+    for lsn, data in changes:
+        position = pgoutput.parse_lsn(str(lsn))
+        frames.append(pgoutput.XLogData(position, position, 0, bytes(data)))
+    return frames
 
 
 def _framing() -> Framing:
@@ -172,11 +171,10 @@ def _snapshot_runs(
     conn: psycopg.Connection[tuple[Any, ...]], decoded: DecodedTable
 ) -> tuple[Callable[[], int], Callable[[], int]]:
     """The bare snapshot read and the full snapshot path, each one run over the table."""
-    block = SourceBlock(version="3.7.0.Final", server="bench", database="postgres")
 
     def rows() -> Iterator[RowChange]:
         return snapshotter.read_table(
-            conn, decoded, overrides={}, fetch_size=10_240, source_block=block, lsn=1, tx_id=1
+            conn, decoded, overrides={}, fetch_size=10_240, source_block=BLOCK, lsn=1, tx_id=1
         )
 
     def read() -> int:
@@ -201,6 +199,8 @@ def _stream_run(
     """The kept frames through the stream loop into ``sink``, from a fresh relation cache
     each run; the stream loop's last commit flushes the sink (Kafka acknowledged them all)."""
     filters = Filters.from_properties(PROPERTIES)
+    # an insert makes one record
+    events = sum(1 for f in frames if isinstance(f, pgoutput.XLogData) and f.payload[:1] == b"I")
 
     def stream() -> int:
         stop = threading.Event()
@@ -208,7 +208,7 @@ def _stream_run(
             stream=KeptFrames(frames, stop),
             catalog=TableCatalog(conn, options=TypeOptions(), filters=filters),
             filters=filters,
-            source_block=SourceBlock(version="3.7.0.Final", server="bench", database="postgres"),
+            source_block=BLOCK,
             placeholder="__debezium_unavailable_value",
             resume_lsn=0,
             last_commit_lsn=None,
@@ -218,8 +218,6 @@ def _stream_run(
         _pipeline(stop, sink).stream(source)
         return events
 
-    # an insert makes one record
-    events = sum(1 for f in frames if isinstance(f, pgoutput.XLogData) and f.payload[:1] == b"I")
     return stream
 
 

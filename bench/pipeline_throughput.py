@@ -328,15 +328,13 @@ def _run_pairs(
 
 
 def _median(pairs: list[Pair], key: Callable[[Pair], float]) -> Pair:
-    """The pair in the middle by ``key`` (the upper one of an even count)."""
-    return sorted(pairs, key=key)[len(pairs) // 2]
+    """The pair in the middle by ``key`` (the lower one of an even count: never flattering)."""
+    return sorted(pairs, key=key)[(len(pairs) - 1) // 2]
 
 
-def _print_cdcflow(pairs: list[Pair]) -> None:
-    """The median pair's figures (by ratio), the capture's from its median drain (by rate)."""
-    raw = _median(pairs, lambda pair: pair.ratio).raw
-    median = _median(pairs, lambda pair: pair.capture.per_s)
-    capture, seen = median.capture, median.seen
+def _print_cdcflow(raw: Rate, drain: Pair) -> None:
+    """The median pair's ceiling and the median drain's figures."""
+    capture, seen = drain.capture, drain.seen
     print_line("raw pgoutput receive ceiling", f"{raw.per_s:>10,.0f} rows/s ({raw.rows} rows)")
     print_line(
         "cdcflow capture → Kafka (acked)",
@@ -368,16 +366,15 @@ def print_debezium(results: Mapping[str, Rate | str]) -> None:
         )
 
 
-def _print_goals(pairs: list[Pair], tuned: Rate | None) -> None:
-    capture = _median(pairs, lambda pair: pair.capture.per_s).capture
+def _print_goals(capture: Rate, median_pair: Pair, *, pairs: int, tuned: Rate | None) -> None:
     print_goal(
         "cdcflow ÷ tuned Debezium, events/s",
         capture.per_s / tuned.per_s if tuned else None,
         GOAL_VS_DEBEZIUM,
     )
     print_goal(
-        f"cdcflow ÷ raw receive rate, median of {len(pairs)}",
-        _median(pairs, lambda pair: pair.ratio).ratio,
+        f"cdcflow ÷ raw receive rate, median of {pairs}",
+        median_pair.ratio,
         GOAL_VS_RAW,
     )
     print_goal(
@@ -410,13 +407,20 @@ def main() -> None:
         measured = _run_pairs(server, broker, pairs=pairs, rows=rows)
         if not_measured is None:
             debezium = _run_debezium(server, broker, rows=rows)
-    _print_cdcflow(measured)
+    median_pair = _median(measured, lambda pair: pair.ratio)
+    median_drain = _median(measured, lambda pair: pair.capture.per_s)
+    _print_cdcflow(median_pair.raw, median_drain)
     if debezium:
         print_debezium(debezium)
     else:
         print_line("Debezium PostgreSQL connector", f"not measured, {not_measured}")
     tuned = debezium.get("tuned producer")
-    _print_goals(measured, tuned if isinstance(tuned, Rate) else None)
+    _print_goals(
+        median_drain.capture,
+        median_pair,
+        pairs=pairs,
+        tuned=tuned if isinstance(tuned, Rate) else None,
+    )
 
 
 if __name__ == "__main__":
