@@ -364,5 +364,7 @@ class Pipeline:
                 progress = tables.get(str(table.id))
             if progress is not None:
                 progress.rows_scanned += 1
-            if rows % STOP_CHECK_ROWS == 0 and self._stop.is_set():
-                raise InterruptedError("stopped during the snapshot")
+            if rows % STOP_CHECK_ROWS == 0:
+                faults.crash_point("snapshot-rows")  # every STOP_CHECK_ROWS rows
+                if self._stop.is_set():
+                    raise InterruptedError("stopped during the snapshot")

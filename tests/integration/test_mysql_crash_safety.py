@@ -15,7 +15,8 @@ from typing import Any
 
 import pymysql
 
-from tests.integration.test_postgres_crash_safety import CaptureProcess, _replay
+from tests.integration.test_postgres_crash_safety import _replay
+from tests.plugins.fix_capture import CaptureProcess
 from tests.plugins.fix_conformance import MariaDbDriver
 from tests.services import mariadb
 

@@ -9,23 +9,16 @@ row ever inserted must have been seen at least once.
 
 from __future__ import annotations
 
-import json
 import random
 import signal
-import subprocess
-import sys
 import threading
 import time
-import urllib.request
 from pathlib import Path
-from typing import Any
 
 import orjson
 import psycopg
 
-from cdcflow.capture.credentials import Login
-from cdcflow.operator.devservices.processes import free_port
-from tests.plugins.fix_capture import CaptureHarness, Event
+from tests.plugins.fix_capture import CaptureHarness, CaptureProcess, Event
 
 ROUNDS = 70  # each: 1000 inserts, ~300 updates, ~100 deletes -> ~100k changes in all
 PRELOAD = 40_000
@@ -47,68 +40,6 @@ def _workload(dsn: str, table: str, done: threading.Event) -> None:
                     (rng.randrange(211), top),
                 )
     done.set()
-
-
-class CaptureProcess:
-    """``cdcflow capture`` as a real child process, observable through /status."""
-
-    def __init__(
-        self,
-        capture: CaptureHarness,
-        config: Path,
-        crash_point: str = "",
-        login: Login | None = None,
-    ) -> None:
-        self.port = free_port()
-        env = capture.cli_environment()
-        if login is not None:
-            env |= {
-                "CDCFLOW_DATABASE_USER": login.user,
-                "CDCFLOW_DATABASE_PASSWORD": login.password,
-            }
-        if crash_point:
-            env["CDCFLOW_CRASH_POINT"] = crash_point
-        self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "cdcflow.operator.cli",
-                "capture",
-                "-f",
-                str(config),
-                "--offsets-file",
-                str(capture.offsets_path),
-                "--status-port",
-                str(self.port),
-                "--log-level",
-                "WARNING",
-            ],
-            env=env,
-        )
-
-    def status(self) -> dict[str, Any] | None:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/status", timeout=2) as r:
-                return dict(json.load(r))
-        except OSError:
-            return None
-
-    def wait_for(self, predicate: Any, timeout: float = 120) -> dict[str, Any]:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            assert self.process.poll() is None, f"capture exited with {self.process.returncode}"
-            status = self.status()
-            if status is not None and predicate(status):
-                return status
-            time.sleep(0.1)
-        raise AssertionError("capture never reached the expected state")
-
-    def kill(self) -> None:
-        self.process.send_signal(signal.SIGKILL)
-        self.process.wait(30)
-
-    def exit_code(self, timeout: float = 120) -> int:
-        return self.process.wait(timeout)
 
 
 def _replay(events: list[Event]) -> tuple[dict[int, int], set[int]]:

@@ -8,9 +8,14 @@ tests' tables that have no replica identity.
 
 from __future__ import annotations
 
+import json
 import os
+import signal
+import subprocess
+import sys
 import threading
 import time
+import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -26,6 +31,7 @@ from cdcflow.capture.credentials import Login
 from cdcflow.capture.engine import Engine, build_engine
 from cdcflow.operator.devservices.kafka import KafkaBroker
 from cdcflow.operator.devservices.postgres import PostgresServer
+from cdcflow.operator.devservices.processes import free_port
 from tests.plugins.fix_kafka import read_topic_to_end
 from tests.plugins.fix_postgres import query_rows, run_sql
 
@@ -74,6 +80,73 @@ class RunningEngine:
         assert not self.thread.is_alive(), "engine did not stop"
         if self.errors:
             raise self.errors[0]
+
+
+class CaptureProcess:
+    """``cdcflow capture`` as a real child process, observable through /status."""
+
+    def __init__(
+        self,
+        capture: CaptureHarness,
+        config: Path,
+        crash_point: str = "",
+        login: Login | None = None,
+    ) -> None:
+        self.port = free_port()
+        env = capture.cli_environment()
+        if login is not None:
+            env |= {
+                "CDCFLOW_DATABASE_USER": login.user,
+                "CDCFLOW_DATABASE_PASSWORD": login.password,
+            }
+        if crash_point:
+            env["CDCFLOW_CRASH_POINT"] = crash_point
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "cdcflow.operator.cli",
+                "capture",
+                "-f",
+                str(config),
+                "--offsets-file",
+                str(capture.offsets_path),
+                "--status-port",
+                str(self.port),
+                "--log-level",
+                "WARNING",
+            ],
+            env=env,
+        )
+
+    def status(self) -> dict[str, Any] | None:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/status", timeout=2) as r:
+                return dict(json.load(r))
+        except OSError:
+            return None
+
+    def wait_for(self, predicate: Any, timeout: float = 120) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            assert self.process.poll() is None, f"capture exited with {self.process.returncode}"
+            status = self.status()
+            if status is not None and predicate(status):
+                return status
+            time.sleep(0.1)
+        raise AssertionError("capture never reached the expected state")
+
+    def kill(self) -> None:
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(30)
+
+    def exit_code(self, timeout: float = 120) -> int:
+        return self.process.wait(timeout)
+
+    def stop(self, timeout: float = 60) -> None:
+        """SIGTERM, as Kubernetes stops a pod: the capture must exit 0 with offsets flushed."""
+        self.process.send_signal(signal.SIGTERM)
+        assert self.exit_code(timeout) == 0
 
 
 @dataclass

@@ -67,7 +67,26 @@ class ConnectorDriver(Protocol):
         """All statements in one transaction."""
         ...
 
+    def add_column(self, table: str, column: str) -> None:
+        """Add a nullable integer column to a captured table, as its database requires."""
+        ...
+
+    def rows(self, table: str) -> dict[int, str | None]:
+        """The table's rows now, ``id -> v``."""
+        ...
+
+    def comment_column(self, table: str, column: str, text: str) -> None:
+        """Give a column of a ``(id, v)`` table a comment."""
+        ...
+
     def start(self, tables: list[str], **config: Any) -> RunningEngine: ...
+
+    def resource(self, tables: list[str], **config: Any) -> CdcConnector:
+        """The CdcConnector the driver starts, for a ``cdcflow capture`` process."""
+        ...
+
+    @property
+    def login(self) -> Login: ...
 
     def wait_for_events(
         self, table: str, predicate: Callable[[list[Event]], bool]
@@ -91,7 +110,7 @@ class StandardStatements:
 
     def insert(self, table: str, *rows: Row) -> str:
         values = ", ".join(f"({row_id}, {_literal(value)})" for row_id, value in rows)
-        return f"INSERT INTO {table} VALUES {values}"
+        return f"INSERT INTO {table} (id, v) VALUES {values}"
 
     def update(self, table: str, row_id: int, value: str) -> str:
         return f"UPDATE {table} SET v = {_literal(value)} WHERE id = {row_id}"
@@ -137,8 +156,25 @@ class PostgresDriver(StandardStatements):
     def run_atomically(self, *statements: str) -> None:
         self.capture.sql("BEGIN; " + "; ".join(statements) + "; COMMIT;")
 
+    def add_column(self, table: str, column: str) -> None:
+        self.capture.sql(f"ALTER TABLE {table} ADD COLUMN {column} int")
+
+    def comment_column(self, table: str, column: str, text: str) -> None:
+        self.capture.sql(f"COMMENT ON COLUMN {table}.{column} IS {_literal(text)}")
+
+    def rows(self, table: str) -> dict[int, str | None]:
+        return {int(i): v for i, v in self.capture.query(f"SELECT id, v FROM {table}")}
+
     def start(self, tables: list[str], **config: Any) -> RunningEngine:
-        return self.capture.start(self.capture.resource(tables, **config))
+        return self.capture.start(self.resource(tables, **config))
+
+    def resource(self, tables: list[str], **config: Any) -> CdcConnector:
+        return self.capture.resource(tables, **config)
+
+    @property
+    def login(self) -> Login:
+        postgres = self.capture.postgres
+        return Login(postgres.superuser, postgres.superuser_password)
 
     def wait_for_events(self, table: str, predicate: Callable[[list[Event]], bool]) -> list[Event]:
         return self.capture.wait_for_events(self.topic(table), predicate)
@@ -195,6 +231,16 @@ class MariaDbDriver(StandardStatements):
 
     def run_atomically(self, *statements: str) -> None:
         mariadb.run_sql(self.server, "START TRANSACTION", *statements, "COMMIT")
+
+    def add_column(self, table: str, column: str) -> None:
+        self.run(f"ALTER TABLE {table} ADD COLUMN {column} int")
+
+    def comment_column(self, table: str, column: str, text: str) -> None:
+        self.run(f"ALTER TABLE {table} MODIFY {column} text COMMENT {_literal(text)}")
+
+    def rows(self, table: str) -> dict[int, str | None]:
+        found = mariadb.query(self.server, f"SELECT id, v FROM {self.server.database}.{table}")
+        return {int(str(i)): None if v is None else str(v) for i, v in found}
 
     def start(self, tables: list[str], **config: Any) -> RunningEngine:
         return self.capture.start(self.resource(tables, **config), login=self.login)
@@ -273,7 +319,7 @@ class Db2Driver:
 
     def insert(self, table: str, *rows: Row) -> str:
         values = ", ".join(f"({row_id}, {_literal(value)})" for row_id, value in rows)
-        return f"INSERT INTO {self._qualified(table)} VALUES {values}"
+        return f'INSERT INTO {self._qualified(table)} ("id", "v") VALUES {values}'
 
     def update(self, table: str, row_id: int, value: str) -> str:
         return f'UPDATE {self._qualified(table)} SET "v" = {_literal(value)} WHERE "id" = {row_id}'
@@ -294,8 +340,28 @@ class Db2Driver:
     def run_atomically(self, *statements: str) -> None:
         self.db2.execute_atomically(*statements)
 
+    def add_column(self, table: str, column: str) -> None:
+        # Db2's online procedure: the column goes into the source table, then its CD table.
+        self.db2.execute(
+            f'ALTER TABLE {self._qualified(table)} ADD COLUMN "{column}" INTEGER',
+            f'ALTER TABLE "ASNCDC"."CDC_{self.schema}_{table}" ADD COLUMN "{column}" INTEGER',
+        )
+
+    def comment_column(self, table: str, column: str, text: str) -> None:
+        self.db2.execute(
+            f'COMMENT ON COLUMN {self._qualified(table)}."{column}" IS {_literal(text)}'
+        )
+
+    def rows(self, table: str) -> dict[int, str | None]:
+        found = self.db2.query(f'SELECT "id", "v" FROM {self._qualified(table)}')
+        return {int(i): None if v is None else str(v) for i, v in found}
+
     def start(self, tables: list[str], **config: Any) -> RunningEngine:
-        return self.capture.start(self.resource(tables, **config), login=self.db2.login)
+        return self.capture.start(self.resource(tables, **config), login=self.login)
+
+    @property
+    def login(self) -> Login:
+        return self.db2.login
 
     def resource(self, tables: list[str], **config: Any) -> CdcConnector:
         """The CdcConnector of a ``db2`` source on ``tables`` with the test defaults."""

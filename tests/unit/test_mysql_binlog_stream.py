@@ -129,8 +129,9 @@ def test_a_transaction_the_server_sends_again_after_a_reconnect_is_skipped() -> 
 
 def test_idling_inside_a_transaction_offers_no_offset_to_confirm() -> None:
     stream = _stream([binlog.Begin(_header(100), "0-1-10")])
-    (idle,) = _events(stream, 1)
+    begin, idle = _events(stream, 2)
 
+    assert isinstance(begin, TxBegin)
     assert idle == Idle(None)
 
 
@@ -180,3 +181,36 @@ def test_rows_of_a_table_the_history_does_not_know_are_a_fatal_error_naming_reco
 
     with pytest.raises(FatalError, match=r"snapshot\.mode=recovery"):
         _events(stream, 2)
+
+
+def test_the_fake_rotate_a_reader_gets_on_connecting_keeps_the_resumed_position() -> None:
+    # MariaDB positioned by GTID starts with ROTATE(file, 4): the offset must not move back
+    # before the snapshot (its schema history records would then all sort after it).
+    start = BinlogPosition(FILE, 1200, GtidSet.parse("0-1-9"), server_id=1, ts_sec=1700000000)
+    stream = _stream([binlog.Rotate(FILE, 4)], start=start)
+    (idle,) = _events(stream, 1)
+
+    assert isinstance(idle, Idle) and idle.offset is not None
+    assert BinlogPosition.from_offset(idle.offset) == start
+
+
+def test_a_rotation_to_the_next_binlog_file_moves_the_position_to_its_start() -> None:
+    stream = _stream([binlog.Rotate("mysql-bin.000004", 4)])
+    (idle,) = _events(stream, 1)
+
+    assert isinstance(idle, Idle) and idle.offset is not None
+    assert BinlogPosition.from_offset(idle.offset).file == "mysql-bin.000004"
+    assert BinlogPosition.from_offset(idle.offset).pos == 4
+
+
+def test_a_transaction_of_uncaptured_tables_is_announced_and_ended_as_debezium_does() -> None:
+    items: list[binlog.BinlogItem] = [
+        binlog.Begin(_header(100), "0-1-10"),
+        binlog.Rows(_header(150), "c", "shop", "audit", ((1, "x"),)),
+        binlog.Commit(_header(200, 31), xid=7),
+    ]
+    begin, commit, idle = _events(_stream(items), 3)
+
+    assert isinstance(begin, TxBegin) and begin.tx_id == "0-1-10"
+    assert isinstance(commit, TxCommit) and commit.tx_id == "0-1-10"
+    assert isinstance(idle, Idle)

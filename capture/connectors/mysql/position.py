@@ -177,6 +177,10 @@ class BinlogPosition:
     def order_key(self) -> tuple[Any, ...]:
         return (_file_number(self.file), self.pos, self.event, self.row)
 
+    def is_before_file(self, file: str) -> bool:
+        """Whether binlog ``file`` comes after this position's file."""
+        return _file_number(file) > _file_number(self.file)
+
     @classmethod
     def from_offset(cls, offset: Offset) -> BinlogPosition:
         values = offset.connector_values()

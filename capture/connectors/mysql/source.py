@@ -185,10 +185,9 @@ class BinlogStream:
     def _on(self, item: binlog.BinlogItem) -> Iterator[Event]:
         match item:
             case binlog.Rotate():
-                if self._tx is None:
-                    self._position = self._position.moved(file=item.file, pos=item.pos)
+                self._rotate(item)
             case binlog.Begin():
-                self._begin(item)
+                yield from self._begin(item)
             case binlog.Statement():
                 yield from self._statement(item)
             case binlog.RowsQuery():
@@ -199,11 +198,25 @@ class BinlogStream:
             case binlog.Commit():
                 yield from self._commit(item.header)
 
-    def _begin(self, item: binlog.Begin) -> None:
+    def _rotate(self, item: binlog.Rotate) -> None:
+        """Only a rotation to a later file moves the position (to that file's start). The
+        server also sends a fake ROTATE when a reader connects, naming the file it starts in
+        and ``pos 4`` (MariaDB when positioned by GTID): taken as a position, it would move
+        the offset back before the snapshot and its schema history, and the next start
+        would find no structure for the first row."""
+        if self._tx is None and self._position.is_before_file(item.file):
+            self._position = self._position.moved(file=item.file, pos=item.pos)
+
+    def _begin(self, item: binlog.Begin) -> Iterator[Event]:
+        """A transaction starts. As Debezium, every transaction of rows is announced, also one
+        that touches no captured table (its END then counts no event); a DDL is not."""
         gtid = item.gtid
         self._skipping = gtid is not None and self._already_done(gtid)
         tx_id = gtid if gtid else f"file={item.header.file},pos={item.header.pos}"
-        self._tx = _Transaction(gtid=gtid, tx_id=tx_id, standalone=item.standalone)
+        self._tx = tx = _Transaction(gtid=gtid, tx_id=tx_id, standalone=item.standalone)
+        if not self._skipping and not item.standalone:
+            tx.announced = True
+            yield TxBegin(tx_id, self._boundary(item.header, gtid))
 
     def _already_done(self, gtid: str) -> bool:
         """A transaction completed before (the server sends it again after a reconnect) or
@@ -221,7 +234,7 @@ class BinlogStream:
         keyword = text.split(None, 1)[0].upper() if text else ""
         if keyword in ("BEGIN", "XA"):
             if self._tx is None:  # no GTID event: a binlog without GTIDs
-                self._begin(binlog.Begin(item.header, None))
+                yield from self._begin(binlog.Begin(item.header, None))
             assert self._tx is not None
             self._tx.thread = item.thread
             return
@@ -323,16 +336,19 @@ class BinlogStream:
         self._finish(header, gtid=tx.gtid if tx else None)
         if tx is None or not tx.announced:
             return
-        source = self._block.block(
+        yield TxCommit(tx.tx_id, self._position.offset(), self._boundary(header, tx.gtid))
+
+    def _boundary(self, header: binlog.Header, gtid: str | None) -> dict[str, Any]:
+        """The source block of a transaction's BEGIN or END (no table)."""
+        return self._block.block(
             ts_ms=header.ts_sec * 1000,
             db="",
             table=None,
             server_id=header.server_id,
             file=header.file,
             pos=header.pos,
-            gtid=tx.gtid,
+            gtid=gtid,
         )
-        yield TxCommit(tx.tx_id, self._position.offset(), source)
 
     def _finish(self, header: binlog.Header, *, gtid: str | None) -> None:
         """The transaction ended at ``header``: the position moves past it."""
