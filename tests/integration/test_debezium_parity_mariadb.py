@@ -15,7 +15,7 @@ both:
 * a stream of inserts, updates and deletes, a primary-key change, a multi-row transaction
   over two tables, one statement changing several rows, DDL (``ALTER TABLE … ADD COLUMN`` on
   two tables, then rows using the new columns, ``CREATE TABLE`` of an included table, then its
-  rows) and a truncate.
+  rows), a truncate, a transaction on a table that is not captured and a zero TIMESTAMP.
 
 Every topic of the two prefixes is compared record by record — keys, key and value schemas,
 values, source blocks, headers, the schema-change topic ``<prefix>`` and the transaction
@@ -54,6 +54,8 @@ EVENTS = f"m_events_{RUN}"
 #: Created during streaming: its CREATE TABLE reaches both sides from the binlog only.
 LATE = f"m_late_{RUN}"
 TABLES = [TYPES, EVENTS, LATE]
+#: In the captured database but not captured: its transactions still get BEGIN and END.
+UNCAPTURED = f"m_other_{RUN}"
 MARKER_ID = 999
 
 #: Property sets run side by side, each by one Debezium and one cdcflow connector.
@@ -210,6 +212,7 @@ def _snapshot_statements() -> list[str]:
         f"CREATE TABLE {EVENTS} (id INT PRIMARY KEY, val VARCHAR(50) NOT NULL) "
         "DEFAULT CHARSET=utf8mb4",
         f"INSERT INTO {EVENTS} VALUES (1, 'one'), (2, 'two')",
+        f"CREATE TABLE {UNCAPTURED} (id INT PRIMARY KEY)",
     ]
 
 
@@ -231,6 +234,8 @@ STREAM: list[list[str]] = [
         f"DELETE FROM {EVENTS} WHERE id = 3",
     ],
     [f"UPDATE {EVENTS} SET val = CONCAT(val, '+')"],
+    [f"INSERT INTO {UNCAPTURED} VALUES (1)"],
+    [f"UPDATE {TYPES} SET c_timestamp = '0000-00-00 00:00:00' WHERE id = 3"],
     [
         f"ALTER TABLE {EVENTS} ADD COLUMN note VARCHAR(20) NOT NULL DEFAULT 'n/a', "
         "ADD COLUMN qty INT UNSIGNED"

@@ -343,6 +343,17 @@ def _converted(row: tuple[Any, ...], options: types.TypeOptions) -> dict[str, An
     return out
 
 
+#: Where the two reads differ, as in Debezium: the binlog holds a zero TIMESTAMP as epoch second
+#: 0, which Debezium's binlog reader publishes as the epoch; a snapshot reads the zero date
+#: (null in a nullable column).
+BINLOG_ONLY: dict[int, dict[str, Any]] = {3: {"ts": "1970-01-01T00:00:00.000000Z"}}
+
+
+def _from_binlog(converted: dict[str, Any], row_id: int) -> dict[str, Any]:
+    """A row converted from the snapshot as the binlog's read of it converts."""
+    return {**converted, **BINLOG_ONLY.get(row_id, {})}
+
+
 def test_the_binlog_and_the_snapshot_read_every_row(raw_rows: dict[str, list[Any]]) -> None:
     assert len(raw_rows["binlog"]) == len(ROWS)
     assert len(raw_rows["snapshot"]) == len(ROWS)
@@ -365,7 +376,9 @@ def test_binlog_values_convert_to_debeziums_json_values(
     raw_rows: dict[str, list[Any]], row_id: int
 ) -> None:
     options = types.TypeOptions(connection_time_zone=SESSION_ZONE)
-    assert _converted(raw_rows["binlog"][row_id - 1], options) == EXPECTED[row_id]
+    assert _converted(raw_rows["binlog"][row_id - 1], options) == _from_binlog(
+        EXPECTED[row_id], row_id
+    )
 
 
 @pytest.mark.parametrize("row_id", sorted(EXPECTED))
@@ -400,7 +413,7 @@ def test_both_reads_agree_in_every_mode(
 ) -> None:
     binlog = [_converted(row, options) for row in raw_rows["binlog"]]
     snapshot = [_converted(row, options) for row in raw_rows["snapshot"]]
-    assert binlog == snapshot
+    assert binlog == [_from_binlog(row, n) for n, row in enumerate(snapshot, 1)]
 
 
 def test_other_modes_give_debeziums_values(raw_rows: dict[str, list[Any]]) -> None:

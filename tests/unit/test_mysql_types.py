@@ -194,6 +194,14 @@ def test_float_is_float32_written_in_its_shortest_form() -> None:
     assert column.convert(16777217.0) == 16777216.0  # rounds to what a FLOAT stores
 
 
+@pytest.mark.parametrize("sign", [1, -1])
+def test_a_float_at_the_edge_of_single_precision_is_published_as_debezium_does(sign: int) -> None:
+    column = _column("FLOAT", FLOAT)
+    largest = sign * 3.4028234663852886e38  # Float.MAX_VALUE, as the binlog widens it
+    assert column.convert(largest) == sign * 3.4028235e38  # Float.toString's digits
+    assert column.convert(sign * 3.40282e38) == sign * 3.40282e38  # the snapshot's text form
+
+
 def test_float_with_a_precision_above_24_is_float64() -> None:
     column = _column("FLOAT", FLOAT, length=30)
     assert column.schema == {"type": "double", "optional": True}
@@ -522,10 +530,10 @@ def test_an_aware_timestamp_is_shifted_to_utc() -> None:
     assert column.convert(aware) == "2024-01-01T00:00:00Z"
 
 
-def test_the_zero_timestamp_is_null_or_the_epoch_string() -> None:
+def test_the_zero_timestamp_is_the_epoch_from_the_binlog_and_null_from_a_snapshot() -> None:
     nullable = _column("TIMESTAMP", TIMESTAMP_TZ, length=6)
-    # The binlog library reads the zero value as epoch second 0.
-    assert nullable.convert(datetime(1970, 1, 1)) is None
+    # The binlog library reads the zero value as epoch second 0: Debezium publishes the epoch.
+    assert nullable.convert(datetime(1970, 1, 1)) == "1970-01-01T00:00:00.000000Z"
     assert nullable.convert("0000-00-00 00:00:00.000000") is None
     not_null = _column("TIMESTAMP", TIMESTAMP_TZ, optional=False)
     assert not_null.convert(datetime(1970, 1, 1)) == "1970-01-01T00:00:00Z"

@@ -18,7 +18,8 @@ garbles information the converter restores Debezium's value: BINARY(n) is right-
 zero bytes (the binlog drops them; Debezium's DBZ-254), a negative TIME with a fraction is
 decoded again (the library computes ``-(s + 1) + f`` instead of ``-(s + f)``), YEAR 0000 reads
 1900 on both paths (what Debezium's binlog reader makes of it), an empty SET in a NOT NULL
-column is ``""`` and a TIMESTAMP at epoch second 0 is the zero value.
+column is ``""``. The binlog's zero TIMESTAMP is epoch second 0, published as the epoch (as
+Debezium's binlog reader does); a snapshot reads the zero date itself (null when nullable).
 
 Zero dates (``0000-00-00``, a zero month or day, year 0) are null; in a NOT NULL column, as in
 Debezium's ``convertValue``, a null becomes the column default, else the type's zero value
@@ -255,8 +256,12 @@ _FLOAT32: Final = struct.Struct("<f")
 
 
 def _single(value: float) -> float:
-    """The nearest single-precision float, widened back (what a FLOAT column stores)."""
-    result: float = _FLOAT32.unpack(_FLOAT32.pack(value))[0]
+    """The nearest single-precision float, widened back (what a FLOAT column stores); past
+    the largest single (a candidate decimal form of ±3.4028235e38 rounded up), infinity."""
+    try:
+        result: float = _FLOAT32.unpack(_FLOAT32.pack(value))[0]
+    except OverflowError:
+        return math.copysign(math.inf, value)
     return result
 
 
@@ -500,7 +505,7 @@ _DATETIME_TEXT: Final = re.compile(r"(\d{4})-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\
 #: BinlogValueConverters.TIME_FIELD_PATTERN.
 _TIME_TEXT: Final = re.compile(r"(-?[0-9]*):([0-9]*)(?::([0-9]*))?(?:\.([0-9]*))?")
 _EPOCH_TIMESTAMP: Final = "1970-01-01T00:00:00Z"
-#: The binlog's TIMESTAMP zero value: epoch second 0 as a naive UTC datetime.
+#: The Unix epoch as a naive UTC datetime (the binlog's zero TIMESTAMP reads as it).
 _UNIX_EPOCH: Final = datetime(1970, 1, 1)
 
 
@@ -613,14 +618,12 @@ def _in_zone(zone: ZoneInfo, local_micros: int) -> int:
 
 
 def _timestamp_utc_micros(zone: _Zone, value: Any) -> int | None:
-    """TIMESTAMP as UTC epoch microseconds; None for the zero value. The binlog gives a naive
-    UTC ``datetime`` (epoch second 0 being the zero value, as in Debezium's reader), an aware
-    one is shifted, the snapshot's text is in the session's zone."""
+    """TIMESTAMP as UTC epoch microseconds. The binlog gives a naive UTC ``datetime`` (the zero
+    value is epoch second 0 there, which Debezium's binlog reader publishes as the epoch), an
+    aware one is shifted; the snapshot's text is in the session's zone (its zero date: None)."""
     if isinstance(value, str):
         civil = _parse_text(_DATETIME_TEXT, value)
         return None if civil is None else zone(_epoch_micros(civil))
-    if value == _UNIX_EPOCH:
-        return None
     return encoders.datetime_epoch_micros(value)
 
 
