@@ -28,9 +28,10 @@ from cdcflow.capture import snapshot as snapshots
 from cdcflow.capture.capabilities import Heartbeats, Historized, LogMessages, SignalWriter
 from cdcflow.capture.config import ConfigError, EngineProperties, HistorizedProperties
 from cdcflow.capture.connector_resource import CdcConnector, KafkaSpec
+from cdcflow.capture.converting import ConversionError
 from cdcflow.capture.credentials import Login
 from cdcflow.capture.envelope import Framing, context_headers
-from cdcflow.capture.errors import FatalError, RetriableError
+from cdcflow.capture.errors import FatalError, RetriableError, sentence
 from cdcflow.capture.filters import Filters
 from cdcflow.capture.notify_http import HttpNotifier
 from cdcflow.capture.offsets import FileOffsetStore, MemoryOffsetStore
@@ -106,7 +107,8 @@ class Engine:
         headers = (
             context_headers(
                 logical_name=self.properties.topic_prefix,
-                connector_name=self.resource.metadata.name,
+                # Debezium names the connector type here (its context's connector name)
+                connector_name=self.resource.spec.source.kind,
                 run_id=str(uuid.uuid4()),
             )
             if self.properties.extended_headers_enabled
@@ -228,7 +230,7 @@ class Engine:
                 self._run_once()
                 return
             except InterruptedError as stopped:
-                log.info("%s; the next start takes the snapshot again", stopped)
+                log.info("%s", stopped)
                 self.stats.phase = "stopped"
                 return
             except RetriableError as error:
@@ -292,6 +294,11 @@ class Engine:
                 pipeline.stream(source, delivered=_delivered_before(connector, offset))
             stats.phase = "stopped"
             finished = True
+        except ConversionError as error:
+            raise FatalError(
+                f"{sentence(error)} Fix the value; or set event.converting.failure.handling.mode"
+                "=warn (or skip) to emit a nullable column's value as null"
+            ) from None
         finally:
             connector.close(stopping=finished)
 
@@ -377,11 +384,11 @@ class Engine:
             for change in steps.structure():
                 pipeline.schema_change(change)
             steps.release()
-            rows = snapshots.mark_positions(steps.rows())
+            rows = snapshots.mark_positions(steps.rows(), first_table=next(iter(tables), None))
             pipeline.snapshot(snapshots.track_tables(rows, self.stats))
-        except InterruptedError:
+        except InterruptedError as stopped:
             self.stats.finish_snapshot(aborted=True)
-            raise
+            raise InterruptedError(f"{stopped}; the next start takes the snapshot again") from None
         finally:
             steps.close()
         pipeline.commit(offset, None)
@@ -455,6 +462,7 @@ def build_engine(
         server=properties.topic_prefix,
         metric_tags=dict(properties.custom_metric_tags),
     )
+    stop = threading.Event()
     context = registry.ConnectorContext(
         resource=resource,
         properties=properties,
@@ -462,6 +470,7 @@ def build_engine(
         login=login,
         host_override=host_override,
         version=version(),
+        stop=stop,
     )
     return Engine(
         resource=resource,
@@ -472,6 +481,7 @@ def build_engine(
         offsets=_offsets(resource, properties, offsets_path),
         stats=stats,
         history=schema_history(resource, properties),
+        stop=stop,
     )
 
 

@@ -9,6 +9,7 @@ old rows) is the driver's to check.
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import orjson
@@ -212,3 +213,62 @@ def test_snapshot_mode_never_streams_only_changes_made_after_the_connector_start
         (None, {"id": 2}),
         ("c", {"id": 20}),
     ]
+
+
+def _after_field(event: Event, name: str) -> dict[str, Any]:
+    after = event.value["schema"]["fields"][1]["fields"]
+    return dict(next(field for field in after if field["field"] == name))
+
+
+@pytest.mark.parametrize(
+    ("rule", "value", "parameters"),
+    [
+        ("column.mask.with.4.chars", "****", {"masked": "true"}),
+        ("column.truncate.to.2.chars", "se", {"truncateLength": "2"}),
+        (
+            "column.mask.hash.v2.SHA-256.with.salt.pepper",
+            hashlib.sha256(b"peppersecret").hexdigest(),
+            {"masked": "true"},
+        ),
+    ],
+    ids=["mask", "truncate", "hash"],
+)
+def test_column_mappers_change_the_value_and_mark_the_schema(
+    driver: ConnectorDriver, rule: str, value: str, parameters: dict[str, str]
+) -> None:
+    table = driver.table("mapped")
+    driver.create_table(table, ((1, "secret"),))
+    running = driver.start([table], **{rule: f".*\\.{table}\\.v"})
+    driver.run(driver.insert(table, (2, "secret")))
+    events = driver.wait_for_events(table, lambda ev: len(ev) >= 2)
+    running.stop()
+
+    for event in events:  # snapshot and stream alike
+        assert event.payload["after"]["v"] == value
+        assert parameters.items() <= _after_field(event, "v")["parameters"].items()
+        assert event.payload["after"]["id"] == event.key["payload"]["id"]  # keys stay unmapped
+
+
+def test_source_types_and_column_comments_reach_the_field_schema(driver: ConnectorDriver) -> None:
+    table = driver.table("described")
+    driver.create_table(table, ((1, "a"),))
+    driver.comment_column(table, "v", "what it is")
+    config = {
+        "include.schema.comments": True,
+        "column.propagate.source.type": f".*\\.{table}\\.v",
+        "datatype.propagate.source.type": ".+\\.(INT|INTEGER|INT4)",
+    }
+    running = driver.start([table], **config)
+    driver.run(driver.insert(table, (2, "b")))
+    events = driver.wait_for_events(table, lambda ev: len(ev) >= 2)
+    running.stop()
+
+    for event in events:
+        described = _after_field(event, "v")
+        assert described["doc"] == "what it is"
+        parameters = described["parameters"]
+        assert parameters["__debezium.source.column.name"] == "v"
+        assert parameters["__debezium.source.column.comment"] == "what it is"
+        assert parameters["__debezium.source.column.type"]
+        key_type = _after_field(event, "id")["parameters"]["__debezium.source.column.type"]
+        assert key_type in ("INT", "INTEGER", "INT4")

@@ -10,6 +10,7 @@ import orjson
 import pytest
 
 from cdcflow.capture.errors import FatalError
+from cdcflow.operator.devservices.processes import free_port
 from tests.plugins.fix_capture import Event
 from tests.plugins.fix_conformance import MariaDbDriver
 from tests.plugins.fix_kafka import read_topic_to_end
@@ -77,6 +78,36 @@ def test_a_wrong_password_is_a_fatal_error_naming_the_secret(maria: MariaDbDrive
     finally:
         maria.server = server
     assert "wrong-4711" not in str(raised.value)
+    assert "MariaDB at" in str(raised.value) and "CDCFLOW_DATABASE_PASSWORD" in str(raised.value)
+
+
+def test_a_closed_port_names_mariadb_and_what_to_check(maria: MariaDbDriver) -> None:
+    table = maria.table("port")
+    maria.create_table(table)
+    server = maria.server
+    maria.server = mariadb.MariaDbServer(**{**server.__dict__, "port": free_port()})
+    try:
+        with pytest.raises(FatalError, match="cannot connect to MariaDB") as raised:
+            maria.start([table])
+    finally:
+        maria.server = server
+    assert "server is running and reachable" in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    "config",
+    [{"database.include.list": "no_such_database"}, {"table.include.list": "inventory\\.nothing"}],
+    ids=["unknown-database", "no-matching-table"],
+)
+def test_filters_that_match_no_table_are_refused_naming_the_databases(
+    maria: MariaDbDriver, config: dict[str, str]
+) -> None:
+    table = maria.table("nothing")
+    maria.create_table(table)
+    with pytest.raises(FatalError, match="no table matches the filters") as raised:
+        maria.start([table], **config)
+    assert next(iter(config.values())) in str(raised.value)
+    assert maria.server.database in str(raised.value)  # the databases the server does have
 
 
 def test_a_user_without_replication_grants_is_told_what_to_grant(maria: MariaDbDriver) -> None:
@@ -213,3 +244,38 @@ def test_include_query_puts_the_statement_that_wrote_the_row_into_the_source(
     running.stop()
 
     assert event.payload["source"]["query"] == statement
+
+
+@pytest.mark.parametrize("mode", ["warn", "skip"])
+def test_a_value_that_cannot_be_converted_becomes_null_under_warn_and_skip(
+    maria: MariaDbDriver, mode: str
+) -> None:
+    table = maria.table(f"conv_{mode}")
+    maria.run(
+        f"CREATE TABLE {table} (id INT PRIMARY KEY, t TIME)",
+        f"INSERT INTO {table} VALUES (1, '838:59:59'), (2, '12:00:00')",
+    )
+    config = {"time.precision.mode": "connect", "event.converting.failure.handling.mode": mode}
+    running = maria.start([table], **config)
+    maria.run(f"INSERT INTO {table} VALUES (3, '-00:00:01')")
+    events = maria.wait_for_events(table, lambda ev: len(ev) >= 3)
+    running.stop()
+
+    # connect mode carries 00:00 to 24:00 only: Debezium leaves the others null
+    assert _after(events) == [
+        {"id": 1, "t": None},
+        {"id": 2, "t": 43_200_000},
+        {"id": 3, "t": None},
+    ]
+
+
+def test_a_value_that_cannot_be_converted_stops_the_connector_by_default(
+    maria: MariaDbDriver,
+) -> None:
+    table = maria.table("conv_fail")
+    maria.run(
+        f"CREATE TABLE {table} (id INT PRIMARY KEY, t TIME)",
+        f"INSERT INTO {table} VALUES (1, '838:59:59')",
+    )
+    with pytest.raises(FatalError, match=r"event\.converting\.failure\.handling\.mode=warn"):
+        maria.start([table], **{"time.precision.mode": "connect"})

@@ -20,7 +20,7 @@ from cdcflow.capture.connectors.db2.connection import (
     StatementError,
     connect,
 )
-from cdcflow.capture.connectors.db2.tables import Structures
+from cdcflow.capture.connectors.db2.tables import Decoder, Structures
 from cdcflow.capture.errors import FatalError, RetriableError, SnapshotQueryError
 from cdcflow.capture.spi import ChunkKey, ChunkRow, RowChange, TableId, TableSchema
 
@@ -59,6 +59,7 @@ class Db2Chunks:
     def max_key(
         self, table: TableSchema, *, key: tuple[str, ...], condition: str | None
     ) -> ChunkKey | None:
+        key = self._decoder(table.id).sql_names(key)
         statement = sql.max_key(table.id.schema, table.id.table, key=key, condition=condition)
         rows = self._fetch(statement, [], table.id)
         return tuple(rows[0]) if rows else None
@@ -73,24 +74,25 @@ class Db2Chunks:
         condition: str | None,
         limit: int,
     ) -> list[ChunkRow]:
-        names = tuple(column.name for column in table.columns)
+        decoder = self._decoder(table.id)
+        positions = [[c.name for c in table.columns].index(k) for k in key]
         statement = sql.chunk(
-            table.id.schema, table.id.table, columns=names, key=key,
+            table.id.schema, table.id.table, columns=decoder.names, key=decoder.sql_names(key),
             after=after is not None, condition=condition, limit=limit,
         )  # fmt: skip
         params = [
             *(sql.key_after_parameters(after) if after is not None else []),
             *sql.key_after_parameters(up_to),
         ]
-        positions = [names.index(k) for k in key]
-        converters = [column.convert for column in table.columns]
         return [
-            ChunkRow(
-                key=tuple(row[i] for i in positions),
-                values=tuple(c(v) for c, v in zip(converters, row, strict=True)),
-            )
+            ChunkRow(key=tuple(row[i] for i in positions), values=decoder.ordered(row))
             for row in self._fetch(statement, params, table.id)
         ]
+
+    def _decoder(self, table: TableId) -> Decoder:
+        decoder = self._structures.decoder(table)
+        assert decoder is not None, f"no structure for {table}"
+        return decoder
 
     def missed(self, change: RowChange) -> bool:
         return False

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 
+from cdcflow.capture.columns import ColumnStep
 from cdcflow.capture.connectors.db2 import sql, tables, types
 from cdcflow.capture.connectors.db2.chunks import Db2Chunks
 from cdcflow.capture.connectors.db2.connection import (
@@ -65,6 +66,7 @@ class Db2Connector:
                 binary_handling_mode=properties.binary_handling_mode,
                 replace_null_with_default=properties.value_converter_replace_null_with_default,
             ),
+            columns=ColumnStep.from_properties(properties, filters),
         )
         signal = properties.signal_data_collection
         self.signal_table = TableId.parse(signal) if signal else None

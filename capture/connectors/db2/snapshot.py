@@ -142,9 +142,8 @@ class Db2Snapshot:
             if decoder is None:
                 log.warning("snapshot: %s disappeared before its rows were read", table)
                 continue
-            names = [column.name for column in decoder.schema.columns]
             statement = parts.overrides.get(str(table)) or sql.select_columns(
-                table.schema, table.table, names
+                table.schema, table.table, list(decoder.names)
             )
             source = self._source(table)
             for row in self._conn.stream(statement, fetch_size=parts.fetch_size):

@@ -12,9 +12,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from cdcflow.capture.columns import ColumnStep, MappedTable, source_column
 from cdcflow.capture.connectors.db2 import sql, structure, types
 from cdcflow.capture.connectors.db2.connection import Connection
 from cdcflow.capture.connectors.db2.lsn import Lsn
+from cdcflow.capture.converting import ConvertingFailures
 from cdcflow.capture.filters import Filters
 from cdcflow.capture.spi import TableChange, TableChangeType, TableId, TableSchema, TableStructure
 
@@ -64,10 +66,12 @@ def read_structure(conn: Connection, table: TableId) -> TableStructure | None:
 class Decoder:
     """Turns a row of a change-data table or a snapshot query into a row tuple."""
 
-    def __init__(self, schema: TableSchema) -> None:
-        self.schema = schema
-        self.names = tuple(column.name for column in schema.columns)
-        self._converters = tuple(column.convert for column in schema.columns)
+    def __init__(self, mapped: MappedTable, failures: ConvertingFailures) -> None:
+        self.schema = mapped.schema
+        self.names = mapped.source_names
+        """The columns' names in the database, in schema order (field names may differ)."""
+        self._failures = failures
+        self._converters = tuple(column.convert for column in mapped.schema.columns)
         self._layouts: dict[tuple[str, ...], tuple[int | None, ...]] = {}
 
     def layout(self, names: Sequence[str]) -> tuple[int | None, ...]:
@@ -81,22 +85,33 @@ class Decoder:
         return cached
 
     def values(self, row: Sequence[Any], layout: tuple[int | None, ...]) -> tuple[Any, ...]:
-        return tuple(
-            convert(row[i] if i is not None else None)
-            for convert, i in zip(self._converters, layout, strict=True)
-        )
+        """A change-data row's values, its columns found by ``layout``."""
+        return self.ordered(tuple(row[i] if i is not None else None for i in layout))
 
     def ordered(self, row: Sequence[Any]) -> tuple[Any, ...]:
-        """A row whose columns are the schema's, in order (a snapshot read)."""
-        return tuple(convert(v) for convert, v in zip(self._converters, row, strict=True))
+        """A row whose columns are the schema's, in order (a snapshot or chunk read)."""
+        values = tuple(row)
+        return self._failures.convert(self.schema.id, self.schema.columns, self._converters, values)
+
+    def sql_names(self, fields: Iterable[str]) -> tuple[str, ...]:
+        """The database's names of event fields (field.name.adjustment.mode renames)."""
+        names = dict(zip([c.name for c in self.schema.columns], self.names, strict=True))
+        return tuple(names[field] for field in fields)
 
 
 class Structures:
     """Table structures by table, and the decoders of the captured ones."""
 
-    def __init__(self, *, filters: Filters, options: types.TypeOptions) -> None:
+    def __init__(
+        self,
+        *,
+        filters: Filters,
+        options: types.TypeOptions,
+        columns: ColumnStep | None = None,
+    ) -> None:
         self._filters = filters
         self._options = options
+        self._columns = columns or ColumnStep.plain(filters)
         self._tables: dict[TableId, TableStructure] = {}
         self._decoders: dict[TableId, Decoder] = {}
 
@@ -107,18 +122,16 @@ class Structures:
         return self._tables.get(table)
 
     def decoder(self, table: TableId) -> Decoder | None:
-        """The decoder of ``table`` (None when its structure is unknown); kept columns per
-        ``column.include/exclude.list``, the key per ``message.key.columns``."""
+        """The decoder of ``table`` (None when its structure is unknown), made by the shared
+        column step: column lists, message key, mappers, field names."""
         cached = self._decoders.get(table)
         if cached is None and table in self._tables:
-            full = types.table_schema(self._tables[table], self._options)
-            key = self._filters.key_columns(table, full.key_columns)
-            kept = tuple(
-                c
-                for c in full.columns
-                if c.name in key or self._filters.keeps_column(table, c.name)
-            )
-            cached = self._decoders[table] = Decoder(TableSchema(table, kept, key))
+            structure_ = self._tables[table]
+            kept = self._columns.keep(types.table_schema(structure_, self._options))
+            by_name = {column.name: column for column in structure_.columns}
+            described = [source_column(by_name[c.name]) for c in kept.schema.columns]
+            mapped = self._columns.map(kept.schema, described)
+            cached = self._decoders[table] = Decoder(mapped, self._columns.failures)
         return cached
 
     def schema(self, table: TableId) -> TableSchema | None:

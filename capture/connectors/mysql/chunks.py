@@ -16,7 +16,7 @@ import pymysql
 
 from cdcflow.capture.connectors.mysql import types
 from cdcflow.capture.connectors.mysql.connection import Connection, Endpoint, connect, quote
-from cdcflow.capture.connectors.mysql.tables import Structures
+from cdcflow.capture.connectors.mysql.tables import RowDecoder, Structures
 from cdcflow.capture.errors import FatalError, SnapshotQueryError
 from cdcflow.capture.spi import ChunkKey, ChunkRow, RowChange, TableId, TableSchema
 
@@ -54,6 +54,7 @@ class MySqlChunks:
     def max_key(
         self, table: TableSchema, *, key: tuple[str, ...], condition: str | None
     ) -> ChunkKey | None:
+        key = self._decoder(table.id).sql_names(key)
         order = ", ".join(f"{quote(k)} DESC" for k in key)
         statement = (
             f"SELECT {_columns(key)} FROM {_table(table.id)}{_where([], condition)} "
@@ -72,6 +73,9 @@ class MySqlChunks:
         condition: str | None,
         limit: int,
     ) -> list[ChunkRow]:
+        decoder = self._decoder(table.id)
+        positions = [[c.name for c in table.columns].index(k) for k in key]
+        key = decoder.sql_names(key)
         placeholders = "(" + ", ".join(["%s"] * len(key)) + ")"
         keys = f"({_columns(key)})"
         bounds = [f"{keys} <= {placeholders}"]
@@ -79,21 +83,20 @@ class MySqlChunks:
         if after is not None:
             bounds.insert(0, f"{keys} > {placeholders}")
             params = [*after, *params]
-        names = tuple(column.name for column in table.columns)
         statement = (
             f"SELECT {self._structures.select_list(table.id)} "
             f"FROM {_table(table.id)}{_where(bounds, condition)} "
             f"ORDER BY {_columns(key)} LIMIT {int(limit)}"
         )
-        positions = [names.index(k) for k in key]
-        converters = [column.convert for column in table.columns]
         return [
-            ChunkRow(
-                key=tuple(row[i] for i in positions),
-                values=tuple(c(v) for c, v in zip(converters, row, strict=True)),
-            )
+            ChunkRow(key=tuple(row[i] for i in positions), values=decoder.convert(tuple(row)))
             for row in self._fetch(statement, tuple(params), table.id)
         ]
+
+    def _decoder(self, table: TableId) -> RowDecoder:
+        decoder = self._structures.decoder(table)
+        assert decoder is not None, f"no structure for {table}"
+        return decoder
 
     def missed(self, change: RowChange) -> bool:
         return False

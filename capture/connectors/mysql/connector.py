@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 
+from cdcflow.capture.columns import ColumnStep
 from cdcflow.capture.connectors.mysql import binlog, checks, snapshot, tables, types
 from cdcflow.capture.connectors.mysql.chunks import MySqlChunks
 from cdcflow.capture.connectors.mysql.connection import (
@@ -67,6 +68,7 @@ class MySqlConnector:
             ),
             skip_unparseable=properties.schema_history_internal_skip_unparseable_ddl,
             only_captured=properties.schema_history_internal_store_only_captured_tables_ddl,
+            columns=ColumnStep.from_properties(properties, filters),
         )
         self._conn: Connection | None = None
         self._info: checks.ServerInfo | None = None
@@ -105,7 +107,10 @@ class MySqlConnector:
         checks.check_privileges(self.conn, self.endpoint.user)
         self.structures.use_charsets(tables.charsets(self.conn))
         self._read_signal_table()
-        return self.captured_tables()
+        captured = self.captured_tables()
+        if not captured:
+            checks.refuse_capturing_nothing(self.properties, tables.all_tables(self.conn))
+        return captured
 
     def _read_signal_table(self) -> None:
         """The signal table's structure, so its rows (signals, watermarks) decode."""

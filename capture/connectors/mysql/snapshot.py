@@ -211,9 +211,10 @@ class MySqlSnapshot:
 
     def _read_table(self, table: TableId) -> Iterator[RowChange]:
         assert self._reader is not None and self._position is not None
-        schema = self._parts.structures.schema(table)
-        if schema is None:
+        decoder = self._parts.structures.decoder(table)
+        if decoder is None:
             return
+        schema, convert = decoder.schema, decoder.convert
         statement = self._parts.overrides.get(str(table)) or (
             f"SELECT {self._parts.structures.select_list(table)} "
             f"FROM {quote(table.schema)}.{quote(table.table)}"
@@ -227,13 +228,11 @@ class MySqlSnapshot:
             pos=self._position.pos,
             snapshot="true",
         )
-        converters = [column.convert for column in schema.columns]
         with self._reader.cursor() as cursor:
             cursor.execute(statement)
             while batch := cursor.fetchmany(self._parts.fetch_size):
                 for row in batch:
-                    values = tuple(c(v) for c, v in zip(converters, row, strict=True))
-                    yield RowChange(schema, Op.READ, None, values, source)
+                    yield RowChange(schema, Op.READ, None, convert(row), source)
 
     def close(self) -> None:
         for conn in (self._reader, self._conn):

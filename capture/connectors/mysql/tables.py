@@ -13,8 +13,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from cdcflow.capture.columns import ColumnStep, source_column
 from cdcflow.capture.connectors.mysql import ddl, structure, types
 from cdcflow.capture.connectors.mysql.connection import Connection, query, quote
+from cdcflow.capture.converting import CONVERSION_ERRORS, ConvertingFailures
 from cdcflow.capture.errors import FatalError
 from cdcflow.capture.filters import Filters
 from cdcflow.capture.spi import (
@@ -38,7 +40,8 @@ ORDER BY TABLE_SCHEMA, TABLE_NAME
 
 @dataclass(frozen=True)
 class RowDecoder:
-    """A table's event schema and how a binlog row (every column) becomes its values."""
+    """A table's event schema and how a binlog row (every column) or a snapshot row (the kept
+    columns) becomes its values."""
 
     schema: TableSchema
     kept: tuple[int, ...]
@@ -47,8 +50,13 @@ class RowDecoder:
     """Columns a binlog row of this structure has."""
     select_list: str
     """The snapshot's select list: the kept columns only."""
+    source_names: tuple[str, ...]
+    """The kept columns' names in the database (event field names may differ)."""
+    failures: ConvertingFailures
+    """``event.converting.failure.handling.mode``: a value that fails to convert."""
 
     def values(self, row: tuple[Any, ...]) -> tuple[Any, ...]:
+        """The event values of a binlog row."""
         if len(row) != self.width:
             raise FatalError(
                 f"a row event of {self.schema.id} has {len(row)} columns but its structure in "
@@ -58,10 +66,34 @@ class RowDecoder:
         # Indexed, not zip(strict=True): compiled, a C loop without a tuple per column (the
         # schema's columns and ``kept`` are built together, equally long).
         columns = self.schema.columns
-        if len(columns) == self.width:
-            return tuple([column.convert(row[i]) for i, column in enumerate(columns)])
         kept = self.kept
-        return tuple([column.convert(row[kept[i]]) for i, column in enumerate(columns)])
+        try:
+            if len(columns) == self.width:
+                return tuple([column.convert(row[i]) for i, column in enumerate(columns)])
+            return tuple([column.convert(row[kept[i]]) for i, column in enumerate(columns)])
+        except CONVERSION_ERRORS:
+            return self._one_by_one(tuple([row[i] for i in kept]))
+
+    def convert(self, row: tuple[Any, ...]) -> tuple[Any, ...]:
+        """The event values of a snapshot or chunk row (the select list's columns)."""
+        columns = self.schema.columns
+        if len(row) != len(columns):
+            raise ValueError(f"{self.schema.id}: {len(row)} values for {len(columns)} columns")
+        try:
+            return tuple([column.convert(row[i]) for i, column in enumerate(columns)])
+        except CONVERSION_ERRORS:
+            return self._one_by_one(row)
+
+    def _one_by_one(self, row: tuple[Any, ...]) -> tuple[Any, ...]:
+        """A row one of whose values failed: column by column, as the failure mode says."""
+        columns = self.schema.columns
+        converters = [column.convert for column in columns]
+        return self.failures.row(self.schema.id, columns, converters, row)
+
+    def sql_names(self, fields: Iterable[str]) -> tuple[str, ...]:
+        """The database's names of event fields (field.name.adjustment.mode renames)."""
+        names = dict(zip([c.name for c in self.schema.columns], self.source_names, strict=True))
+        return tuple(names[field] for field in fields)
 
 
 @dataclass(frozen=True)
@@ -83,8 +115,10 @@ class Structures:
         options: types.TypeOptions,
         skip_unparseable: bool,
         only_captured: bool = False,
+        columns: ColumnStep | None = None,
     ) -> None:
         self._filters = filters
+        self._columns = columns or ColumnStep.plain(filters)
         self._only_captured = only_captured
         self._options = options
         self._skip_unparseable = skip_unparseable
@@ -110,20 +144,21 @@ class Structures:
             cached = self._decoders[table] = self._decoder(self._tables[table])
         return cached
 
-    def _decoder(self, structure: TableStructure) -> RowDecoder:
-        """``column.include/exclude.list`` keep columns (the key always stays) and
-        ``message.key.columns`` may name another key, as for every connector."""
-        full = types.table_schema(structure, self._options)
-        table = structure.id
-        key = self._filters.key_columns(table, full.key_columns)
-        kept = tuple(
-            i
-            for i, column in enumerate(full.columns)
-            if column.name in key or self._filters.keeps_column(table, column.name)
+    def _decoder(self, table: TableStructure) -> RowDecoder:
+        """The shared column step: column lists, message key, mappers, field names."""
+        full = types.table_schema(table, self._options)
+        kept = self._columns.keep(full)
+        described = [source_column(table.columns[i]) for i in kept.indexes]
+        mapped = self._columns.map(kept.schema, described)
+        select = ", ".join(types.snapshot_expression(table.columns[i]) for i in kept.indexes)
+        return RowDecoder(
+            mapped.schema,
+            kept.indexes,
+            len(full.columns),
+            select,
+            mapped.source_names,
+            self._columns.failures,
         )
-        schema = TableSchema(table, tuple(full.columns[i] for i in kept), key)
-        select = ", ".join(types.snapshot_expression(structure.columns[i]) for i in kept)
-        return RowDecoder(schema, kept, len(full.columns), select)
 
     def select_list(self, table: TableId) -> str:
         """The kept columns of ``table`` as a snapshot or chunk reads them (exact FLOATs)."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import itertools
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ import orjson
 import psycopg
 from psycopg import sql
 
+from cdcflow.capture.columns import ColumnStep
 from cdcflow.capture.connectors.postgres import (
     checks,
     identity,
@@ -53,8 +55,6 @@ from cdcflow.capture.converting import ConvertingFailures
 from cdcflow.capture.envelope import TRANSACTION_BLOCK, frame
 from cdcflow.capture.errors import FatalError
 from cdcflow.capture.filters import Filters
-from cdcflow.capture.mapping import ColumnMappers, propagation_rules
-from cdcflow.capture.names import NameAdjuster
 from cdcflow.capture.spi import (
     ConnectSchema,
     LogMessage,
@@ -136,9 +136,16 @@ class PostgresConnector:
     source_schema = SOURCE_SCHEMA
 
     def __init__(
-        self, *, endpoint: Endpoint, properties: PostgresProperties, filters: Filters, version: str
+        self,
+        *,
+        endpoint: Endpoint,
+        properties: PostgresProperties,
+        filters: Filters,
+        version: str,
+        stop: threading.Event | None = None,
     ) -> None:
         self.endpoint = endpoint
+        self._stop = stop or threading.Event()
         self.properties = properties
         self.filters = filters
         self.source_block = SourceBlock(
@@ -159,21 +166,9 @@ class PostgresConnector:
             money_fraction_digits=properties.money_fraction_digits,
             replace_null_with_default=properties.value_converter_replace_null_with_default,
         )
-        self._mapping = ColumnMapping(
-            mappers=ColumnMappers(
-                [
-                    *properties.column_rules,
-                    *propagation_rules(
-                        properties.column_propagate_source_type,
-                        properties.datatype_propagate_source_type,
-                    ),
-                ]
-            ),
-            field_names=NameAdjuster(properties.field_name_adjustment_mode, fields=True),
-            filters=filters,
-            comments=self._comments if properties.include_schema_comments else None,
-        )
-        self._converting = ConvertingFailures(properties.event_converting_failure_handling_mode)
+        self._columns = ColumnStep.from_properties(properties, filters)
+        self._mapping = ColumnMapping(self._columns, self._comments)
+        self._converting = self._columns.failures
         self._message_key = frame(
             MESSAGE_KEY_SCHEMA if properties.key_converter_schemas_enable else None
         )
@@ -202,6 +197,11 @@ class PostgresConnector:
         """``include.schema.comments``: the column comments of ``table``."""
         return metadata.column_comments(self.conn, table)
 
+    def _pause(self, seconds: float) -> None:
+        """Wait before a retry; a stop request ends the wait and the start at once."""
+        if self._stop.wait(seconds):
+            raise InterruptedError("stopped while waiting for the replication slot")
+
     def prepare(self) -> list[TableId]:
         """Check the server and our privileges, make sure the publication exists, set replica
         identities (``replica.identity.autoset.values``) and check the guardrail.
@@ -217,6 +217,7 @@ class PostgresConnector:
             self.properties.slot_name,
             retries=self.properties.slot_max_retries,
             delay_s=self.properties.slot_retry_delay_ms / 1000,
+            sleep=self._pause,
         )
         self._ensure_publication()
         eligible = [t for t in self._user_tables() if self.filters.reads(t)]
