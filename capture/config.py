@@ -356,7 +356,7 @@ class EngineProperties(BaseModel):
                 raise ValueError(
                     f"{pattern!r} is not a regular expression ({error}); the list holds "
                     "comma-separated regular expressions matched against whole names, e.g. "
-                    "public\\.orders"
+                    "inventory\\.orders (schema.table; database.table on MySQL and MariaDB)"
                 ) from None
         return value
 

@@ -9,7 +9,8 @@ install without a database driver still runs ``cdcflow --help``. Each connector 
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 from typing import Protocol, cast
 
 from cdcflow.capture.config import ConfigError, EngineProperties
@@ -39,6 +40,9 @@ class ConnectorContext:
     login: Login
     version: str
     host_override: str | None = None
+    stop: threading.Event = field(default_factory=threading.Event)
+    """Set when the engine is asked to stop: a connector waiting (to retry, for a slot) gives
+    up at once instead of holding a SIGTERM for its whole wait."""
 
 
 class Factory(Protocol):

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 
 from cdcflow.capture.errors import FatalError
-from cdcflow.capture.spi import Offset, RowChange
+from cdcflow.capture.spi import Offset, RowChange, TableId
 from cdcflow.capture.stats import Stats
 
 SNAPSHOT_IN_PROGRESS = "snapshot"
@@ -128,11 +128,18 @@ def plan_start(
     return StartPlan(settings.snapshot_data, settings.start_stream, offset)
 
 
-def mark_positions(changes: Iterable[RowChange]) -> Iterator[RowChange]:
-    """Set ``source.snapshot`` on each snapshot record according to its position."""
+def mark_positions(
+    changes: Iterable[RowChange], *, first_table: TableId | None
+) -> Iterator[RowChange]:
+    """Set ``source.snapshot`` on each snapshot record according to its position.
+
+    As in Debezium, ``first`` marks the first row of the first table in snapshot order
+    (``first_table``): when that table is empty, no row is ``first`` and the next table's first
+    row is ``first_in_data_collection``.
+    """
     iterator = iter(changes)
     current = next(iterator, None)
-    first = True
+    first = current is not None and current.table.id == first_table
     previous_table = None
     while current is not None:
         following = next(iterator, None)

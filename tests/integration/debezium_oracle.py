@@ -28,8 +28,6 @@ VOLATILE: Mapping[str, str] = {
     "value.ts_us": "when the connector processed the event",
     "value.ts_ns": "when the connector processed the event",
     "value.source.version": "the connector's version",
-    "headers.__debezium.context.connectorName": "the Kafka Connect connector's own name",
-    "headers.__debezium.context.taskId": "the Kafka Connect task id",
     "headers.__debezium.context.runId": "a random id per connector run",
 }
 

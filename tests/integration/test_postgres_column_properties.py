@@ -345,6 +345,24 @@ def test_a_busy_slot_is_retried_until_its_holder_lets_go(capture: CaptureHarness
     assert events[-1].payload["op"] == "c"
 
 
+def test_a_stop_while_waiting_for_a_busy_slot_ends_the_wait_at_once(
+    capture: CaptureHarness,
+) -> None:
+    table = capture.table("waiting")
+    capture.sql(f"CREATE TABLE {table} (id int PRIMARY KEY)")
+    resource = capture.resource([table], **{"slot.retry.delay.ms": 10_000, "slot.max.retries": 6})
+    first = capture.start(resource)
+    second = capture.start(resource, wait_for=None)
+    time.sleep(0.5)
+    asked = time.monotonic()
+    try:
+        second.stop(timeout=5)  # a SIGTERM is this: it must not wait out 60 s of retries
+    finally:
+        first.stop()
+    assert time.monotonic() - asked < 3
+    assert second.engine.stats.phase == "stopped"
+
+
 def test_a_slot_busy_after_the_retries_fails_naming_them(capture: CaptureHarness) -> None:
     table = capture.table("stuck")
     capture.sql(f"CREATE TABLE {table} (id int PRIMARY KEY)")

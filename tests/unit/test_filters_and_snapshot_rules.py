@@ -94,9 +94,18 @@ def _change(table: str) -> RowChange:
 
 def test_snapshot_records_are_marked_first_table_boundaries_and_last() -> None:
     changes = [_change("a"), _change("a"), _change("a"), _change("b"), _change("b")]
-    marks = [change.source["snapshot"] for change in mark_positions(changes)]
+    marked = mark_positions(changes, first_table=TableId("public", "a"))
+    marks = [change.source["snapshot"] for change in marked]
     assert marks == ["first", "true", "last_in_data_collection", "first_in_data_collection", "last"]
 
 
+def test_when_the_first_table_is_empty_no_row_is_first_as_in_debezium() -> None:
+    changes = [_change("b"), _change("b"), _change("b")]
+    marked = mark_positions(changes, first_table=TableId("public", "a"))
+    marks = [change.source["snapshot"] for change in marked]
+    assert marks == ["first_in_data_collection", "true", "last"]
+
+
 def test_a_single_record_snapshot_is_marked_last() -> None:
-    assert [c.source["snapshot"] for c in mark_positions([_change("a")])] == ["last"]
+    marked = mark_positions([_change("a")], first_table=TableId("public", "a"))
+    assert [c.source["snapshot"] for c in marked] == ["last"]

@@ -44,6 +44,8 @@ class Endpoint:
     connect_timeout_s: float = 30.0
     time_zone: str | None = None
     initial_statements: Sequence[str] = ()
+    product: str = "MySQL"
+    """The server's name in messages: ``MySQL`` or ``MariaDB`` (the source's kind)."""
 
     def settings(self) -> dict[str, Any]:
         """PyMySQL keyword arguments (also what the binlog reader connects with)."""
@@ -102,14 +104,20 @@ def connection_error(error: pymysql.err.MySQLError, endpoint: Endpoint) -> Excep
     code = error.args[0] if error.args else None
     message = str(error.args[1]) if len(error.args) > 1 else str(error)
     where = f"{endpoint.host}:{endpoint.port}"
+    product = endpoint.product
     if code == ACCESS_DENIED:
         return FatalError(
-            f"the server at {where} refused the login of user {endpoint.user!r} ({code}: "
-            f"{message}): check the user and password in the credentials Secret"
+            f"{product} at {where} refused the login of user {endpoint.user!r} ({code}: "
+            f"{message}): check the user and password in the credentials Secret (or "
+            "CDCFLOW_DATABASE_USER / CDCFLOW_DATABASE_PASSWORD when running locally)"
         )
     if code in CANNOT_CONNECT:
-        return RetriableError(f"cannot connect to MySQL at {where} ({code}: {message})")
-    return FatalError(f"MySQL at {where} failed: {code}: {message}")
+        return RetriableError(
+            f"cannot connect to {product} at {where} as {endpoint.user!r} ({code}: {message}). "
+            "Check that the server is running and reachable from here: the host name resolves, "
+            "the port is the server's (`port` in its configuration), no firewall is in between"
+        )
+    return FatalError(f"{product} at {where} failed: {code}: {message}")
 
 
 def query(conn: Connection, statement: str, args: Sequence[Any] | None = None) -> list[Any]:

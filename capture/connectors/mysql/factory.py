@@ -38,6 +38,7 @@ def build(context: ConnectorContext) -> Connector:
         # TIMESTAMP values are read as text in this zone; UTC unless one is configured.
         time_zone=properties.database_connection_time_zone or "+00:00",
         initial_statements=split_statements(properties.database_initial_statements),
+        product="MariaDB" if kind == "mariadb" else "MySQL",
     )
     return MySqlConnector(
         endpoint=endpoint,

@@ -38,5 +38,9 @@ def build(context: ConnectorContext) -> Connector:
         query_timeout_ms=query_timeout_ms(properties.database_query_timeout_ms),
     )
     return PostgresConnector(
-        endpoint=endpoint, properties=properties, filters=context.filters, version=context.version
+        endpoint=endpoint,
+        properties=properties,
+        filters=context.filters,
+        version=context.version,
+        stop=context.stop,
     )
