@@ -56,3 +56,15 @@ class Historized(Protocol):
         """Rebuild the table structures as of ``offset`` from the recorded ``changes`` (those
         after ``offset`` are the connector's to skip: only it can order its positions)."""
         ...
+
+
+@runtime_checkable
+class ResumableTransactions(Protocol):
+    """A streaming source that can name a position inside an open transaction: a restart
+    from it resumes after the last event read instead of at the transaction's start, so a
+    large transaction interrupted by a crash is not sent again whole."""
+
+    def offset_in_transaction(self) -> Offset | None:
+        """The offset covering every event yielded so far, while a transaction with events
+        is open (None otherwise: the last commit's offset covers everything)."""
+        ...

@@ -14,15 +14,17 @@ import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, assert_never
 
 from cdcflow.capture import faults
+from cdcflow.capture.capabilities import ResumableTransactions
 from cdcflow.capture.config import EngineProperties
 from cdcflow.capture.envelope import Framing, SideRecords, TableSerializer
 from cdcflow.capture.filters import Filters
 from cdcflow.capture.signals.channels import Signalling
 from cdcflow.capture.spi import (
+    TRANSACTION_OFFSET_PREFIX,
     Idle,
     LogMessage,
     Offset,
@@ -60,12 +62,18 @@ MessageRecord = Callable[[LogMessage, dict[str, Any] | None], Record]
 MESSAGE_COLLECTION = "LOGICAL_DECODING_MESSAGE"
 
 
+#: The offset keys of the open transaction's metadata (Debezium's names).
+TRANSACTION_ID_KEY = TRANSACTION_OFFSET_PREFIX + "id"
+COLLECTION_ORDER_PREFIX = TRANSACTION_OFFSET_PREFIX + "data_collection_order_"
+
+
 class _Transaction:
     """Counters for the ``transaction`` block and the END event of one source transaction."""
 
-    def __init__(self) -> None:
-        self.total = 0
-        self.per_collection: Counter[str] = Counter()
+    def __init__(self, tx_id: str, counts: Mapping[str, int] | None = None) -> None:
+        self.tx_id = tx_id
+        self.per_collection: Counter[str] = Counter(counts or {})
+        self.total = sum(self.per_collection.values())
 
     def blocks(self, collection: str, tx_id: str | None) -> Callable[[], dict[str, Any]]:
         """A maker of the next ``transaction`` block of ``collection``: each call counts one
@@ -110,6 +118,7 @@ class Dispatcher:
         #: The entry of the last table seen: rows of one table mostly come in runs.
         self._last: tuple[TableSchema, int, TableSerializer | None] | None = None
         self._tx: _Transaction | None = None
+        self._resumed: _Transaction | None = None
         signal = properties.signal_data_collection
         self._signal_table = TableId.parse(signal) if signal else None
         self.signalling: Signalling | None = None
@@ -168,10 +177,38 @@ class Dispatcher:
             write(record)
         self._stats.saw_event(change.source["ts_ms"])
 
+    def resume(self, offset: Offset | None) -> None:
+        """A start from ``offset``: when it was taken inside a transaction, that transaction's
+        metadata continues from its counts (its BEGIN was written before the restart)."""
+        values = offset.values if offset is not None else {}
+        tx_id = values.get(TRANSACTION_ID_KEY)
+        self._resumed = None
+        if tx_id is not None:
+            counts = {
+                key[len(COLLECTION_ORDER_PREFIX) :]: int(count)
+                for key, count in values.items()
+                if key.startswith(COLLECTION_ORDER_PREFIX)
+            }
+            self._resumed = _Transaction(str(tx_id), counts)
+
+    def with_transaction(self, offset: Offset) -> Offset:
+        """``offset``, taken inside the open transaction, with where its metadata stands."""
+        tx = self._tx
+        if tx is None:
+            return offset
+        values = {**offset.values, TRANSACTION_ID_KEY: tx.tx_id}
+        for collection, count in tx.per_collection.items():
+            values[COLLECTION_ORDER_PREFIX + collection] = count
+        return Offset(values)
+
     def begin(self, event: TxBegin) -> None:
         if not self._tx_metadata:
             return
-        self._tx = _Transaction()
+        resumed, self._resumed = self._resumed, None
+        if resumed is not None and resumed.tx_id == event.tx_id:
+            self._tx = resumed  # its BEGIN is in Kafka already
+            return
+        self._tx = _Transaction(event.tx_id)
         self._sink.write(
             self._side.transaction(
                 status="BEGIN", tx_id=event.tx_id, counts=None, ts_ms=event.source["ts_ms"]
@@ -280,6 +317,7 @@ class Pipeline:
         before a restart: such a transaction's events are dropped up to its commit.
         """
         dispatcher, signalling = self._dispatcher, self._dispatcher.signalling
+        within = source.offset_in_transaction if isinstance(source, ResumableTransactions) else None
         pending: Offset | None = None
         skipping = False
         last_commit = last_beat = last_poll = next_check = time.monotonic()
@@ -317,9 +355,18 @@ class Pipeline:
             # Durability work (a producer flush, an offsets write) runs on the
             # offset.flush.interval.ms cadence only, never per keepalive or per transaction:
             # records reach Kafka on their own; committing is only for the positions.
-            if pending is not None and now - last_commit >= self._flush_interval:
-                self.commit(pending, source)
-                pending, last_commit = None, now
+            if now - last_commit >= self._flush_interval:
+                # Inside a transaction, the position after its last event read: a restart
+                # then sends again only what was read since this commit, not the whole
+                # transaction.
+                inside = within() if within is not None else None
+                if inside is not None:
+                    pending = dispatcher.with_transaction(inside)
+                if pending is not None:
+                    self.commit(pending, source)
+                    pending, last_commit = None, now
+                    if inside is not None:
+                        faults.crash_point("inside-transaction")
             if now < next_check:  # the rest is per CHECK_INTERVAL_S, not per event
                 continue
             next_check = now + CHECK_INTERVAL_S

@@ -104,6 +104,10 @@ class Position(Protocol):
 ENGINE_OFFSET_KEYS = ("snapshot", "incremental_snapshot")
 """Keys of the stored offset the engine owns (snapshot progress); a connector's own
 :class:`Position` never uses them."""
+TRANSACTION_OFFSET_PREFIX = "transaction_"
+"""The engine's keys of an offset taken inside a transaction, as Debezium names them
+(``transaction_id``, ``transaction_data_collection_order_<collection>``): where the
+transaction metadata of the open transaction stands."""
 
 
 @dataclass(init=False, slots=True)
@@ -138,7 +142,11 @@ class Offset:
 
     def connector_values(self) -> dict[str, Any]:
         """The connector's keys only: what its :class:`Position` reads back."""
-        return {k: v for k, v in self.values.items() if k not in ENGINE_OFFSET_KEYS}
+        return {
+            k: v
+            for k, v in self.values.items()
+            if k not in ENGINE_OFFSET_KEYS and not k.startswith(TRANSACTION_OFFSET_PREFIX)
+        }
 
 
 @dataclass(init=False, slots=True)

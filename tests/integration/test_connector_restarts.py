@@ -4,8 +4,9 @@ A connector is stopped cleanly, or killed with SIGKILL, in each state a user mee
 a snapshot, idle after a restart, inside a large transaction, right after DDL, during the
 snapshot, and at the two instants of an offset commit (after Kafka acknowledged, after the
 offset was saved). After each, the next start must resume where the last one left off: a
-clean stop repeats nothing, a kill repeats at most what was in flight, and in the end the
-topic replayed (last event per key wins, deletes remove) equals the source table.
+clean stop repeats nothing, a kill repeats at most what was in flight since the last offset
+commit (offsets are taken inside transactions too), and in the end the topic replayed (last
+event per key wins, deletes remove) equals the source table.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ IDLE_S = 1.5
 """Long enough for several offset flushes (every 200-300 ms in these tests) with no change."""
 PRELOAD = 3000
 LARGE_TRANSACTION = 5000
+HUGE_TRANSACTION = 20_000
 
 
 def _keys(events: list[Event]) -> list[tuple[str | None, Any]]:
@@ -36,6 +38,10 @@ def _replay(events: list[Event]) -> dict[int, str | None]:
         elif event.op in ("r", "c", "u"):
             state[event.key["id"]] = event.payload["after"]["v"]
     return state
+
+
+def _ended(events: list[Event]) -> bool:
+    return any(e.payload["status"] == "END" for e in events)
 
 
 def test_clean_stops_in_every_state_resume_without_a_gap_or_a_repeat(
@@ -127,3 +133,32 @@ def test_kill_9_in_every_state_loses_no_committed_change(driver: ConnectorDriver
 
     assert len(source) == PRELOAD + LARGE_TRANSACTION - 1
     assert {e.key["id"] for e in events if e.op in ("r", "c")} >= set(source)
+
+
+def test_a_crash_inside_a_large_transaction_sends_none_of_it_again(
+    driver: ConnectorDriver,
+) -> None:
+    table = driver.table("inside")
+    driver.create_table(table)
+    config = {"provide.transaction.metadata": True, "offset.flush.interval.ms": 50}
+    resource = driver.resource([table], **PLAIN, **config)
+    path = driver.capture.write_yaml(resource)
+
+    # dies right after the first offset saved in the middle of the transaction
+    crashing = CaptureProcess(driver.capture, path, "inside-transaction:1", login=driver.login)
+    crashing.wait_for(lambda s: s["phase"] == "streaming")
+    rows = [(i, "large") for i in range(1, HUGE_TRANSACTION + 1)]
+    driver.run_atomically(driver.insert(table, *rows))
+    assert crashing.exit_code() == 137
+    resumed = CaptureProcess(driver.capture, path, login=driver.login)
+    events = driver.wait_for_events(table, lambda ev: len(ev) >= HUGE_TRANSACTION)
+    markers = driver.events_of(
+        "transaction", lambda ev: any(e.payload["status"] == "END" for e in ev)
+    )
+    resumed.stop()
+
+    assert [e.key["id"] for e in events] == list(range(1, HUGE_TRANSACTION + 1))  # no repeat
+    assert [e.payload["status"] for e in markers] == ["BEGIN", "END"]  # BEGIN written once
+    assert markers[1].payload["event_count"] == HUGE_TRANSACTION
+    orders = [e.payload["transaction"]["total_order"] for e in events]
+    assert orders == list(range(1, HUGE_TRANSACTION + 1))  # counted on across the restart

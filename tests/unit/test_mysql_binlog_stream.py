@@ -214,3 +214,29 @@ def test_a_transaction_of_uncaptured_tables_is_announced_and_ended_as_debezium_d
     assert isinstance(begin, TxBegin) and begin.tx_id == "0-1-10"
     assert isinstance(commit, TxCommit) and commit.tx_id == "0-1-10"
     assert isinstance(idle, Idle)
+
+
+def test_a_restart_inside_a_transaction_skips_what_was_delivered_before_it() -> None:
+    rows = [(n, f"v{n}") for n in range(1, 6)]
+    items: list[binlog.BinlogItem] = [
+        binlog.Begin(_header(100), "0-1-10"),
+        binlog.Rows(_header(150), "c", "shop", "orders", tuple(rows[:3])),
+        binlog.Rows(_header(250), "c", "shop", "orders", tuple(rows[3:])),
+        binlog.Commit(_header(350, 31), xid=7),
+    ]
+    first = _stream(list(items))
+    events = first.events()
+    for _ in range(3):  # BEGIN and two rows of the first rows event
+        next(events)
+    within = first.offset_in_transaction()
+    assert within is not None
+    resumed_at = BinlogPosition.from_offset(within)
+    assert (resumed_at.pos, resumed_at.event, resumed_at.row) == (4, 0, 2)
+
+    again = _stream(list(items), start=resumed_at)
+    resumed = _events(again, 5)
+    changes = [e for e in resumed if isinstance(e, RowChange)]
+    assert [c.after[0] for c in changes if c.after] == [3, 4, 5]
+    commit = next(e for e in resumed if isinstance(e, TxCommit))
+    ended = BinlogPosition.from_offset(commit.offset)
+    assert (ended.event, ended.row) == (0, 0)  # past the transaction: nothing to skip

@@ -33,6 +33,7 @@ from cdcflow.capture.errors import FatalError, RetriableError
 from cdcflow.capture.spi import (
     Event,
     Idle,
+    Offset,
     Op,
     RowChange,
     SchemaChange,
@@ -122,6 +123,8 @@ class ChangeStream:
         self._registrations: dict[TableId, tables.Registration] = {}
         self._columns: dict[TableId, tuple[str, ...]] = {}
         self._warned_no_lsn = False
+        #: The last change yielded of the open transaction (None outside one).
+        self._last_change: Change | None = None
 
     # -- StreamingSource ---------------------------------------------------------------------
 
@@ -142,6 +145,17 @@ class ChangeStream:
             # End the read transaction: Db2 cannot take a table out of capture mode under it.
             self._conn.rollback()
             yield Idle(self._position.offset())
+
+    def offset_in_transaction(self) -> Offset | None:
+        """Inside a transaction, the position of its last change yielded: a restart reads
+        the commit again and skips every change up to it, as from a commit's position."""
+        last = self._last_change
+        if last is None:
+            return None
+        position = Db2Position(
+            commit_lsn=Lsn(last.commit), change_lsn=Lsn(last.intent), event_serial_no=last.serial
+        )
+        return position.offset()
 
     def acknowledge(self, offset: Any) -> None:
         """Nothing to confirm on the server: the change tables are read, never consumed."""
@@ -191,6 +205,7 @@ class ChangeStream:
             schema = self._structures.schema(change.table)
             assert schema is not None
             source = self._source(change, ts_ms, tx_id)
+            self._last_change = change
             yield RowChange(schema, change.op, change.before, change.after, source, tx_id)
             previous = change
         if previous is not None:
@@ -243,6 +258,7 @@ class ChangeStream:
             commit_lsn=Lsn(last.commit), change_lsn=Lsn(last.intent), event_serial_no=last.serial
         )
         self._done = (last.commit, last.intent)
+        self._last_change = None
         return TxCommit(tx_id, self._position.offset(), source)
 
     def _source(self, change: Change, ts_ms: int, commit_text: str) -> dict[str, Any]:

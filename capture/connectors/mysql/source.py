@@ -138,6 +138,10 @@ class _Transaction:
     query: str | None = None
     announced: bool = False
     standalone: bool = False
+    events: int = 0
+    """Rows events of the transaction read so far, the one being read included."""
+    rows: int = 0
+    """Rows of the rows event being read yielded so far."""
 
 
 class BinlogStream:
@@ -165,6 +169,9 @@ class BinlogStream:
         self._includes, self._excludes = gtid_filter
         self._tx: _Transaction | None = None
         self._skipping = False
+        #: A start inside a transaction (Debezium's ``event`` and ``row``): the rows events
+        #: and rows of the first transaction read that were delivered before the restart.
+        self._resume_within = (start.event, start.row) if start.event or start.row else None
 
     def events(self) -> Iterator[Event]:
         while True:
@@ -173,6 +180,14 @@ class BinlogStream:
                 yield Idle(None if self._tx else self._position.offset())
                 continue
             yield from self._on(item)
+
+    def offset_in_transaction(self) -> Offset | None:
+        """Inside a transaction, its start (the end of the last one) with the rows events and
+        rows yielded so far: a restart reads the transaction again and skips those."""
+        tx = self._tx
+        if tx is None or not tx.events:
+            return None
+        return self._position.moved(event=tx.events - 1, row=tx.rows).offset()
 
     def acknowledge(self, offset: Offset) -> None:
         """Nothing to confirm on the server: a binlog reader holds no slot."""
@@ -292,6 +307,11 @@ class BinlogStream:
         tx = self._tx
         if self._skipping or tx is None:
             return
+        tx.events += 1  # every rows event counts, captured or not: a restart counts alike
+        tx.rows = 0
+        delivered = self._delivered(tx.events - 1)
+        if delivered < 0:
+            return
         table_id = TableId(item.schema, item.table)
         if not self._filters.reads(table_id):
             return
@@ -307,6 +327,9 @@ class BinlogStream:
         op, schema, values = _OPS[item.kind], decoder.schema, decoder.values
         common = self._source(item.header, table_id, 0)  # the event's rows differ in `row` only
         for number, row in enumerate(item.rows):
+            if number < delivered:
+                continue
+            tx.rows = number + 1
             source = {**common, "row": number}
             if op is Op.UPDATE:
                 before, after = row
@@ -315,6 +338,17 @@ class BinlogStream:
                 yield RowChange(schema, op, None, values(row), source, tx.tx_id)
             else:
                 yield RowChange(schema, op, values(row), None, source, tx.tx_id)
+
+    def _delivered(self, event: int) -> int:
+        """Rows of rows event number ``event`` of this transaction delivered before a restart
+        inside it: -1 for all of them, else how many (0 outside such a restart)."""
+        within = self._resume_within
+        if within is None:
+            return 0
+        events, rows = within
+        if event < events:
+            return -1
+        return rows if event == events else 0
 
     def _source(self, header: binlog.Header, table: TableId, row: int) -> dict[str, Any]:
         tx = self._tx
@@ -359,5 +393,7 @@ class BinlogStream:
             gtids=gtids,
             server_id=header.server_id,
             ts_sec=header.ts_sec or int(time.time()),
+            event=0,
+            row=0,
         )
-        self._tx, self._skipping = None, False
+        self._tx, self._skipping, self._resume_within = None, False, None

@@ -391,6 +391,7 @@ class PostgresConnector:
                 action=self.properties.lsn_flush_timeout_action,
             ),
             converting=self._converting,
+            resume_within=_resumed_transaction(position),
         )
 
     def _start_replication(self, start: int) -> None:
@@ -709,3 +710,11 @@ def _b64(data: bytes) -> str:
 
 def _int_or_none(value: Any) -> int | None:
     return None if value is None else int(value)
+
+
+def _resumed_transaction(position: PostgresPosition | None) -> tuple[int, int] | None:
+    """The transaction an offset taken inside of names (its xid, and the LSN of its last
+    delivered event, ``lsn_proc`` beyond the commit the stream resumes after), or None."""
+    if position is None or position.tx_id is None or position.lsn_proc is None:
+        return None
+    return (position.tx_id, position.lsn_proc) if position.lsn_proc > position.resume_lsn else None

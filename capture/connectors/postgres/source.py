@@ -242,6 +242,7 @@ class PostgresStream:
         xmin: Callable[[], int | None] | None = None,
         flushing: LsnFlushing | None = None,
         converting: ConvertingFailures | None = None,
+        resume_within: tuple[int, int] | None = None,
     ) -> None:
         self._flushing = flushing or LsnFlushing()
         self._converting = converting or ConvertingFailures("fail")
@@ -266,6 +267,13 @@ class PostgresStream:
         self._last_ts_us: int | None = None
         self._tx: pgoutput.Begin | None = None
         self._tx_base: dict[str, Any] = {}
+        #: Where the open transaction is sent again from after a restart (the end of the last
+        #: commit read), and the LSN of its last event yielded (0: none yet).
+        self._resume_point = resume_lsn
+        self._tx_last_lsn = 0
+        #: ``resume_within``: the transaction (xid) a restart resumes inside of, and the LSN of
+        #: its last event delivered before: its events up to there are not sent again.
+        self._skip_xid, self._skip_through = resume_within or (-1, 0)
 
     # -- position feedback -------------------------------------------------------------------
 
@@ -294,6 +302,28 @@ class PostgresStream:
 
     def close(self) -> None:
         self._stream.close()
+
+    def offset_in_transaction(self) -> Offset | None:
+        """Inside a transaction: resume from the last commit, skipping this transaction's
+        events up to the last one yielded (Debezium's ``lsn_proc`` beyond ``lsn_commit``)."""
+        tx = self._tx
+        if tx is None or not self._tx_last_lsn:
+            return None
+        resume = self._resume_point
+        position = PostgresPosition(
+            lsn=resume,
+            lsn_commit=resume,
+            lsn_proc=self._tx_last_lsn,
+            tx_id=tx.xid,
+            ts_usec=self._last_ts_us or 0,
+        )
+        return Offset.of(position)
+
+    def _delivered(self, lsn: int) -> bool:
+        """Whether the event at ``lsn`` was delivered before the restart: in the transaction
+        resumed inside of, at or before its last delivered event."""
+        tx = self._tx
+        return lsn <= self._skip_through and tx is not None and tx.xid == self._skip_xid
 
     # -- the event loop ----------------------------------------------------------------------
 
@@ -375,6 +405,7 @@ class PostgresStream:
 
     def _begin(self, begin: pgoutput.Begin, lsn: int) -> Event | None:
         self._tx = begin
+        self._tx_last_lsn = 0
         ts_us = pgoutput.to_unix_us(begin.commit_time_us)
         self._last_ts_us = ts_us
         # Every key of the source block, in the schema's order: each event's block is a copy
@@ -405,7 +436,8 @@ class PostgresStream:
 
     def _commit(self, commit: pgoutput.Commit, lsn: int) -> Event | None:
         begin, self._tx = self._tx, None
-        self._last_commit_lsn = commit.end_lsn
+        self._last_commit_lsn = self._resume_point = commit.end_lsn
+        self._tx_last_lsn = self._skip_through = 0
         if begin is None:
             return None
         ts_us = pgoutput.to_unix_us(commit.commit_time_us)
@@ -423,6 +455,7 @@ class PostgresStream:
         )
 
     def _source_for(self, table: TableId, lsn: int) -> dict[str, Any]:
+        self._tx_last_lsn = lsn
         last = self._last_commit_lsn
         source = self._tx_base.copy()
         source["sequence"] = f'["{last}","{lsn}"]' if last is not None else f'[null,"{lsn}"]'
@@ -437,7 +470,8 @@ class PostgresStream:
         self, message: pgoutput.Insert | pgoutput.Update | pgoutput.Delete, lsn: int
     ) -> Event | None:
         decoded = self._relations.get(message.relid)
-        if decoded is None:
+        # the int comparison first: the method call only while a restart skips
+        if decoded is None or (lsn <= self._skip_through and self._delivered(lsn)):
             return None
         schema = decoded.schema
         source = self._source_for(schema.id, lsn)
@@ -521,13 +555,15 @@ class PostgresStream:
             for relid in message.relids
             if (decoded := self._relations.get(relid)) is not None
         )
-        if not tables:
+        if not tables or self._delivered(lsn):
             return None
         sources = tuple(self._source_for(table.id, lsn) for table in tables)
         return Truncate(tables, sources, self._tx_id(lsn))
 
-    def _message(self, message: pgoutput.Message, lsn: int) -> Event:
+    def _message(self, message: pgoutput.Message, lsn: int) -> Event | None:
         if message.transactional and self._tx is not None:
+            if self._delivered(lsn):
+                return None
             source = self._source_for(TableId("", ""), lsn)
             return LogMessage(message.prefix, message.content, True, source, self._tx_id(lsn))
         # A message outside a transaction is its own commit (Debezium confirms its LSN as
