@@ -21,9 +21,9 @@ from pathlib import Path
 
 import psycopg
 
+from cdcflow.capture.assembly import build_engine
 from cdcflow.capture.connector_resource import CdcConnector
 from cdcflow.capture.credentials import Login
-from cdcflow.capture.engine import build_engine
 from cdcflow.operator.devservices import kafka, postgres
 
 CHUNK_SIZES = (1024, 8192)

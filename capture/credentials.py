@@ -1,8 +1,9 @@
-"""Database credentials for a connector: from the environment, a mounted file or a YAML file.
+"""A connector's secrets: the database login and Kafka's, from the environment or files.
 
 In Kubernetes the operator maps the credentials Secret to ``CDCFLOW_DATABASE_USER`` and
 ``CDCFLOW_DATABASE_PASSWORD`` (or ``…_FILE`` paths); locally ``--credentials-file`` names a
-YAML file. Passwords never appear in a repr or a log line.
+YAML file. Kafka's SASL login and CA come the same way (:func:`kafka_security`). Passwords
+never appear in a repr or a log line.
 """
 
 from __future__ import annotations
@@ -12,6 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cdcflow.capture.config import ConfigError
+from cdcflow.capture.connector_resource import KafkaSpec
+
+KAFKA_CA_FILE = "/etc/cdcflow/kafka-ca/ca.crt"
 
 
 @dataclass(frozen=True)
@@ -60,3 +64,31 @@ def _secret(variable: str) -> str:
     """An environment secret, or the contents of the file ``<variable>_FILE`` names."""
     path = os.environ.get(f"{variable}_FILE")
     return Path(path).read_text().strip() if path else os.environ.get(variable, "")
+
+
+def kafka_security(spec: KafkaSpec) -> dict[str, str]:
+    """librdkafka TLS/SASL settings from the spec; secrets come from the environment.
+
+    In the capture pod the operator maps the Kafka Secret to ``CDCFLOW_KAFKA_USERNAME`` and
+    ``CDCFLOW_KAFKA_PASSWORD`` and mounts the CA at ``/etc/cdcflow/kafka-ca/ca.crt``.
+    """
+    tls = spec.tls is not None and spec.tls.enabled
+    config: dict[str, str] = {}
+    if spec.authentication is not None:
+        user = os.environ.get("CDCFLOW_KAFKA_USERNAME", "")
+        if not user:
+            raise ConfigError(
+                "spec.kafka.authentication is set but CDCFLOW_KAFKA_USERNAME/_PASSWORD are not "
+                f"(they come from Secret {spec.authentication.secret_name} in the cluster)"
+            )
+        config |= {
+            "security.protocol": "SASL_SSL" if tls else "SASL_PLAINTEXT",
+            "sasl.mechanism": spec.authentication.mechanism,
+            "sasl.username": user,
+            "sasl.password": os.environ.get("CDCFLOW_KAFKA_PASSWORD", ""),
+        }
+    elif tls:
+        config["security.protocol"] = "SSL"
+    if tls and spec.tls is not None and spec.tls.ca_secret_name:
+        config["ssl.ca.location"] = os.environ.get("CDCFLOW_KAFKA_CA_FILE", KAFKA_CA_FILE)
+    return config

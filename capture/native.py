@@ -45,6 +45,7 @@ HOT_MODULES = (
     "cdcflow.capture.connectors.postgres.source",
     "cdcflow.capture.connectors.postgres.snapshotter",
     "cdcflow.capture.connectors.mysql.binlog",
+    "cdcflow.capture.connectors.mysql.rowimages",
     "cdcflow.capture.connectors.mysql.position",
     "cdcflow.capture.connectors.mysql.source",
     "cdcflow.capture.connectors.mysql.tables",

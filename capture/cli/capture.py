@@ -67,8 +67,8 @@ def capture(
     logging.basicConfig(
         level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    from cdcflow.capture.assembly import build_engine
     from cdcflow.capture.credentials import Login
-    from cdcflow.capture.engine import build_engine
     from cdcflow.capture.status_server import StatusServer
 
     try:

@@ -30,8 +30,8 @@ from cdcflow.capture.errors import CaptureError
 )
 def cleanup(path: Path, credentials_file: Path | None) -> None:
     """Drop the connector's server-side objects (slot, publication). Offsets are kept."""
+    from cdcflow.capture.assembly import build_engine
     from cdcflow.capture.credentials import Login
-    from cdcflow.capture.engine import build_engine
 
     try:
         engine = build_engine(

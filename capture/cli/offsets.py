@@ -32,7 +32,7 @@ _OFFSETS_FILE = click.option(
 
 
 def _store(path: Path, offsets_file: Path | None) -> OffsetStore:
-    from cdcflow.capture.engine import offset_store
+    from cdcflow.capture.assembly import offset_store
 
     try:
         return offset_store(load_connector(path), offsets_file)

@@ -24,9 +24,10 @@ import orjson
 from rich.console import Console
 from rich.table import Table
 
+from cdcflow.capture.assembly import build_engine
 from cdcflow.capture.connector_resource import CdcConnector
 from cdcflow.capture.credentials import Login
-from cdcflow.capture.engine import Engine, build_engine
+from cdcflow.capture.engine import Engine
 from cdcflow.operator.cli.extras import require
 from cdcflow.operator.devservices import kafka, mariadb, postgres
 

@@ -36,9 +36,9 @@ from pathlib import Path
 
 import pytest
 
+from cdcflow.capture.assembly import build_engine
 from cdcflow.capture.connector_resource import CdcConnector
 from cdcflow.capture.credentials import Login
-from cdcflow.capture.engine import build_engine
 from cdcflow.operator.devservices.kafka import KafkaBroker
 from tests.integration import debezium_oracle as oracle
 from tests.plugins.fix_capture import RunningEngine

@@ -26,9 +26,10 @@ import orjson
 import pytest
 import yaml
 
+from cdcflow.capture.assembly import build_engine
 from cdcflow.capture.connector_resource import CdcConnector
 from cdcflow.capture.credentials import Login
-from cdcflow.capture.engine import Engine, build_engine
+from cdcflow.capture.engine import Engine
 from cdcflow.operator.devservices.kafka import KafkaBroker
 from cdcflow.operator.devservices.postgres import PostgresServer
 from cdcflow.operator.devservices.processes import free_port

@@ -11,7 +11,7 @@ import yaml
 from cdcflow.capture.config import ConfigError
 from cdcflow.capture.connector_resource import CdcConnector, KafkaSpec, load_connector
 from cdcflow.capture.connectors.postgres.properties import parse_properties
-from cdcflow.capture.engine import kafka_security
+from cdcflow.capture.credentials import kafka_security
 
 
 def test_defaults_match_debezium() -> None:

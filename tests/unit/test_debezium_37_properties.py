@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from cdcflow.capture.assembly import log_configuration, masked_configuration
 from cdcflow.capture.config import PASSWORD_PATTERN, ConfigError
 from cdcflow.capture.connector_resource import parse_connector
 from cdcflow.capture.connectors.postgres import checks, identity, snapshotter
@@ -23,7 +24,6 @@ from cdcflow.capture.connectors.postgres.properties import (
     parse_properties,
     parse_replica_identities,
 )
-from cdcflow.capture.engine import log_configuration, masked_configuration
 from cdcflow.capture.errors import FatalError
 from cdcflow.capture.filters import Filters
 from cdcflow.capture.snapshot import ConfigurationBased, StartPlan, plan_start

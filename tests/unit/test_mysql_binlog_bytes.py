@@ -39,7 +39,7 @@ from pymysqlreplication.row_event import (
     WriteRowsEvent,
 )
 
-from cdcflow.capture.connectors.mysql import binlog, checks, types
+from cdcflow.capture.connectors.mysql import binlog, checks, rowimages, types
 from cdcflow.capture.connectors.mysql.position import BinlogPosition, GtidSet
 from cdcflow.capture.connectors.mysql.properties import parse_properties
 from cdcflow.capture.connectors.mysql.source import BinlogStream, SourceBlock
@@ -423,7 +423,7 @@ def _stream(items: list[binlog.BinlogItem], start: GtidSet) -> BinlogStream:
 def _items(log: _Binlog, bodies: list[tuple[int, bytes]]) -> list[binlog.BinlogItem]:
     """Each event parsed by the library, then turned into our items as the reader thread
     does (TABLE_MAP events only feed the library's table map)."""
-    decoders = binlog._RowDecoders()
+    decoders = rowimages.RowDecoders()
     items = []
     for event_type, body in bodies:
         item = binlog._item(log.parse(event_type, body), FILE, decoders)
@@ -460,7 +460,7 @@ def _ddl_item() -> binlog.Statement:
 def test_a_mysql_gtid_event_becomes_the_begin_of_its_uuid_colon_number_transaction() -> None:
     log = _Binlog(full_metadata=True)
     event = log.parse(BINLOG.GTID_LOG_EVENT, _gtid_body(SERVER_UUID, 23))
-    item = binlog._item(event, FILE, binlog._RowDecoders())
+    item = binlog._item(event, FILE, rowimages.RowDecoders())
 
     size = 19 + 56 + 4  # header, body (1+16+8+1+8+8+7+3+4), checksum
     assert item == binlog.Begin(
@@ -572,7 +572,7 @@ def test_the_compiled_decoder_reads_a_json_free_table_itself() -> None:
         BINLOG.WRITE_ROWS_EVENT_V2, _rows_body([_row(FIRST, with_json=False)], count=5)
     )
 
-    images = binlog._RowDecoders().images(event, per_row=1)
+    images = rowimages.RowDecoders().images(event, per_row=1)
 
     assert images == [
         (
@@ -673,7 +673,7 @@ def test_rows_v2_with_extra_row_info_are_read_past_it() -> None:
     log.parse(BINLOG.TABLE_MAP_EVENT, _table_map_body(with_json=False, full=True))
     event = log.parse(BINLOG.WRITE_ROWS_EVENT_V2, body)
 
-    item = binlog._item(event, FILE, binlog._RowDecoders())
+    item = binlog._item(event, FILE, rowimages.RowDecoders())
 
     assert isinstance(item, binlog.Rows) and item.kind == "c"
     assert item.rows[0][:3] == (-2147483648, 4294967295, "héllo wörld")
