@@ -6,7 +6,8 @@
 - :func:`topic_size`: how many records partition 0 of a topic holds, from its watermarks;
 - :func:`topic_rate`: the time from a topic's first record until it holds N, with what a
   process cost over that span (cdcflow and Debezium are timed by it alike);
-- :class:`RunningCapture`: a ``cdcflow capture`` child process and its /status endpoint;
+- :class:`RunningCapture`: a ``cdcflow capture`` child process and its /status endpoint,
+  started by :func:`spawn_capture` (or :func:`capture_running`, stopped at the block's end);
 - :func:`debezium_missing` and :func:`run_debezium`: whether a Debezium connector can run here,
   and one run of it on a fresh standalone Kafka Connect worker with the full JIT (the test
   fixture of :mod:`tests.services.kafka_connect`), timed from its first record until its topic
@@ -24,6 +25,7 @@ import contextlib
 import json
 import os
 import subprocess
+import sys
 import time
 import urllib.request
 from collections.abc import Callable, Iterator, Mapping
@@ -32,9 +34,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from unittest import mock
 
+import yaml
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
-from cdcflow.operator.devservices import kafka
+from cdcflow.operator.devservices import kafka, postgres
+from cdcflow.operator.devservices.processes import free_port
 
 if TYPE_CHECKING:  # imported where used: the benches run without the tests package too
     from tests.services.kafka_connect import ConnectWorker
@@ -115,6 +119,70 @@ class RunningCapture:
 
     def peak_rss_mb(self) -> float:
         return peak_rss_mb(self.process.pid)
+
+
+def postgres_connector(
+    server: postgres.PostgresServer,
+    broker: kafka.KafkaBroker,
+    *,
+    name: str,
+    config: Mapping[str, object],
+    producer: Mapping[str, str] | None = None,
+) -> dict[str, object]:
+    """A CdcConnector document named ``name`` of ``server``'s ``inventory`` database into
+    ``broker``, with ``config`` (Debezium properties) and ``producer`` (librdkafka settings)."""
+    return {
+        "apiVersion": "cdcflow.io/v1alpha1",
+        "kind": "CdcConnector",
+        "metadata": {"name": name},
+        "spec": {
+            "source": {
+                "postgresql": {"host": server.host, "port": server.port, "database": "inventory"}
+            },
+            "kafka": {
+                "bootstrapServers": broker.bootstrap_servers,
+                "producer": dict(producer or {}),
+            },
+            "config": dict(config),
+        },
+    }
+
+
+def spawn_capture(
+    resource: Mapping[str, object],
+    *,
+    workdir: Path,
+    login: tuple[str, str],
+    log_level: str = "WARNING",
+) -> RunningCapture:
+    """``cdcflow capture`` of ``resource`` (a CdcConnector document) as a child process,
+    logging in as ``login`` (user, password), with its offsets in ``workdir``."""
+    path = workdir / "connector.yaml"
+    path.write_text(yaml.safe_dump(dict(resource)))
+    port = free_port()
+    user, password = login
+    env = {**os.environ, "CDCFLOW_DATABASE_USER": user, "CDCFLOW_DATABASE_PASSWORD": password}
+    command = [
+        sys.executable, "-m", "cdcflow.operator.cli", "capture", "-f", str(path),
+        "--offsets-file", str(workdir / "offsets.json"), "--status-port", str(port),
+        "--log-level", log_level,
+    ]  # fmt: skip
+    return RunningCapture(subprocess.Popen(command, env=env), port)
+
+
+@contextlib.contextmanager
+def capture_running(
+    resource: Mapping[str, object], *, workdir: Path, login: tuple[str, str]
+) -> Iterator[RunningCapture]:
+    """:func:`spawn_capture`, once connected; terminated (SIGTERM) when the block ends."""
+    running = spawn_capture(resource, workdir=workdir, login=login)
+    try:
+        while not running.status().get("connected"):
+            time.sleep(0.05)
+        yield running
+    finally:
+        running.process.terminate()
+        running.process.wait(60)
 
 
 # -- Debezium ------------------------------------------------------------------------------------

@@ -22,9 +22,6 @@ another over the same binlog range:
 from __future__ import annotations
 
 import contextlib
-import os
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -33,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 import pymysql
-import yaml
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.event import XidEvent
 from pymysqlreplication.row_event import WriteRowsEvent
@@ -42,6 +38,7 @@ from bench.common import (
     Rate,
     RunningCapture,
     bench_arguments,
+    capture_running,
     cpu_seconds,
     debezium_skipped,
     run_debezium,
@@ -49,7 +46,6 @@ from bench.common import (
 )
 from cdcflow.capture.connectors.mysql import binlog
 from cdcflow.operator.devservices import kafka
-from cdcflow.operator.devservices.processes import free_port
 from tests.services import mariadb
 
 TARGET_EVENTS_PER_S = 50_000
@@ -207,28 +203,9 @@ def start_capture(
             },
         },
     }
-    path = workdir / "connector.yaml"
-    path.write_text(yaml.safe_dump(resource))
-    port = free_port()
-    env = {
-        **os.environ,
-        "CDCFLOW_DATABASE_USER": server.cdc_user,
-        "CDCFLOW_DATABASE_PASSWORD": server.cdc_password,
-    }
-    command = [
-        sys.executable, "-m", "cdcflow.operator.cli", "capture", "-f", str(path),
-        "--offsets-file", str(workdir / "offsets.json"), "--status-port", str(port),
-        "--log-level", "WARNING",
-    ]  # fmt: skip
-    process = subprocess.Popen(command, env=env)
-    try:
-        running = RunningCapture(process, port)
-        while not running.status().get("connected"):
-            time.sleep(0.05)
+    login = (server.cdc_user, server.cdc_password)
+    with capture_running(resource, workdir=workdir, login=login) as running:
         yield running
-    finally:
-        process.terminate()
-        process.wait(60)
 
 
 def _saved_point(status: dict[str, object]) -> BinlogPoint | None:

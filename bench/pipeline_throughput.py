@@ -31,9 +31,6 @@ It ends with the ratios the goals name: cdcflow (its median drain) against tuned
 from __future__ import annotations
 
 import contextlib
-import os
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -41,13 +38,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
-import yaml
 
 from bench.common import (
     Rate,
     RunningCapture,
     bench_arguments,
+    capture_running,
     debezium_skipped,
+    postgres_connector,
     print_goal,
     print_line,
     run_debezium,
@@ -59,7 +57,6 @@ from cdcflow.capture.connectors.postgres import pgoutput
 from cdcflow.capture.connectors.postgres.connection import Endpoint, connect_replication
 from cdcflow.capture.connectors.postgres.replication import ReplicationStream
 from cdcflow.operator.devservices import kafka, postgres
-from cdcflow.operator.devservices.processes import free_port
 
 TARGET_EVENTS_PER_S = 50_000
 TARGET_RSS_MB = 150  # the memory budget at these rates
@@ -143,46 +140,17 @@ def start_capture(
     """``cdcflow capture`` on the bench slot and publication, the connector's defaults
     otherwise (JSON with schemas, offsets in a file), with ``config`` added and ``producer``
     (librdkafka settings, ``spec.kafka.producer``)."""
-    resource = {
-        "apiVersion": "cdcflow.io/v1alpha1",
-        "kind": "CdcConnector",
-        "metadata": {"name": "bench"},
-        "spec": {
-            "source": {
-                "postgresql": {"host": server.host, "port": server.port, "database": "inventory"}
-            },
-            "kafka": {"bootstrapServers": broker.bootstrap_servers, "producer": producer or {}},
-            "config": {
-                "topic.prefix": "bench",
-                "slot.name": "bench",
-                "publication.name": "bench",
-                "snapshot.mode": "never",
-                **(config or {}),
-            },
-        },
+    config = {
+        "topic.prefix": "bench",
+        "slot.name": "bench",
+        "publication.name": "bench",
+        "snapshot.mode": "never",
+        **(config or {}),
     }
-    path = workdir / "connector.yaml"
-    path.write_text(yaml.safe_dump(resource))
-    port = free_port()
-    env = {
-        **os.environ,
-        "CDCFLOW_DATABASE_USER": server.superuser,
-        "CDCFLOW_DATABASE_PASSWORD": server.superuser_password,
-    }
-    command = [
-        sys.executable, "-m", "cdcflow.operator.cli", "capture", "-f", str(path),
-        "--offsets-file", str(workdir / "offsets.json"), "--status-port", str(port),
-        "--log-level", "WARNING",
-    ]  # fmt: skip
-    process = subprocess.Popen(command, env=env)
-    try:
-        running = RunningCapture(process, port)
-        while not running.status().get("connected"):
-            time.sleep(0.05)
+    resource = postgres_connector(server, broker, name="bench", config=config, producer=producer)
+    login = (server.superuser, server.superuser_password)
+    with capture_running(resource, workdir=workdir, login=login) as running:
         yield running
-    finally:
-        process.terminate()
-        process.wait(60)
 
 
 def prepare(dsn: str, *, slots: list[str]) -> None:

@@ -12,6 +12,7 @@ import yaml
 
 from cdcflow.operator.devservices.postgres import PostgresServer
 from cdcflow.operator.devservices.processes import free_port
+from tests.plugins.fix_capture import assert_clean_failure
 
 SECRET = "s3cret-Do-Not-Print"
 
@@ -70,12 +71,7 @@ def _capture(
 
 
 def _assert_clean_failure(result: subprocess.CompletedProcess[str], *fragments: str) -> None:
-    output = result.stdout + result.stderr
-    assert result.returncode != 0
-    assert "Traceback" not in output, output
-    assert SECRET not in output
-    for fragment in fragments:
-        assert fragment in output, output
+    assert_clean_failure(result, *fragments, secret=SECRET)
 
 
 def test_wrong_password_names_the_credentials_to_check(

@@ -119,6 +119,7 @@ class CaptureProcess:
             ],
             env=env,
         )
+        capture.processes.append(self)  # killed at the test's end if still running
 
     def status(self) -> dict[str, Any] | None:
         try:
@@ -150,6 +151,19 @@ class CaptureProcess:
         assert self.exit_code(timeout) == 0
 
 
+def assert_clean_failure(
+    result: subprocess.CompletedProcess[str], *fragments: str, secret: str
+) -> None:
+    """``cdcflow capture`` failed as a user must see it fail: a non-zero exit, a message with
+    each of ``fragments``, no traceback, never the ``secret`` it was given."""
+    output = result.stdout + result.stderr
+    assert result.returncode != 0, output
+    assert "Traceback" not in output, output
+    assert secret not in output
+    for fragment in fragments:
+        assert fragment in output, output
+
+
 @dataclass
 class CaptureHarness:
     """Creates tables, connector resources and engines for one test."""
@@ -159,6 +173,7 @@ class CaptureHarness:
     workdir: Path
     name: str
     running: list[RunningEngine] = field(default_factory=list)
+    processes: list[CaptureProcess] = field(default_factory=list)
 
     def sql(self, *statements: str) -> None:
         run_sql(self.postgres, *statements)
@@ -273,6 +288,9 @@ class CaptureHarness:
         raise AssertionError(f"condition not met on {topic_suffix}; got {len(events)} events")
 
     def cleanup(self) -> None:
+        for process in self.processes:
+            if process.process.poll() is None:  # a failed test left it running
+                process.kill()
         for running in self.running:
             running.engine.stop.set()
             running.thread.join(30)

@@ -367,7 +367,8 @@ def _connect_error(error: BaseException, endpoint: Endpoint) -> Exception:
     if code in LOGIN_SQLCODES:
         return FatalError(
             f"{where}: the server refused the login: {text} Check the user and password in the "
-            "connector's credentials Secret."
+            "connector's credentials Secret (or CDCFLOW_DATABASE_USER / "
+            "CDCFLOW_DATABASE_PASSWORD when running locally)."
         )
     if code == -1013 or code == -30061:
         return FatalError(f"{where}: no such database: {text} Check spec.source.db2.database.")
@@ -377,7 +378,7 @@ def _connect_error(error: BaseException, endpoint: Endpoint) -> Exception:
         )
     if code in RETRIABLE_SQLCODES:
         return RetriableError(
-            f"cannot reach {where}: {text} Check that Db2 is running and that the host and "
-            "port are right (Db2's default port is 50000)."
+            f"cannot reach {where}: {text} Check that Db2 is running and reachable from here, "
+            "and that the host and port are right (Db2's default port is 50000)."
         )
     return FatalError(f"cannot connect to {where}: {text}")
