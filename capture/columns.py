@@ -143,7 +143,7 @@ class ColumnStep:
             columns.append(self._renamed(table, _documented(mapped, comment)))
             value_maps.append(value_map)
         fields = {old: new.name for old, new in zip(names, columns, strict=True)}
-        key = tuple(fields[name] for name in schema.key_columns)
+        key = tuple(fields.get(name, name) for name in schema.key_columns)
         return MappedTable(TableSchema(table, tuple(columns), key), names, tuple(value_maps))
 
     def _mapped(
