@@ -321,6 +321,9 @@ class Pipeline:
         pending: Offset | None = None
         skipping = False
         last_commit = last_beat = last_poll = next_check = time.monotonic()
+        # The first position read is made durable at once, not an interval later: a run that
+        # dies young (a crash loop) must not send the whole backlog behind it again each time.
+        last_commit -= self._flush_interval
         self._stats.phase = "streaming"
         if signalling is not None:
             signalling.start()
