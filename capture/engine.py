@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from cdcflow.capture import native
+from cdcflow.capture import native, replay
 from cdcflow.capture import snapshot as snapshots
 from cdcflow.capture.capabilities import Heartbeats, Historized, LogMessages, SignalWriter
 from cdcflow.capture.config import ConfigError, EngineProperties, HistorizedProperties
@@ -260,7 +260,7 @@ class Engine:
                     for_snapshot=plan.snapshot, offset=None if plan.snapshot else offset
                 )
             if plan.snapshot:
-                offset = self._snapshot(pipeline)
+                offset = self._snapshot(pipeline, stored=offset)
             elif isinstance(connector, Historized) and snapshots.needs_structure(mode, offset):
                 offset = self._structure_snapshot(pipeline, stored=offset)
             if not plan.stream:
@@ -351,7 +351,9 @@ class Engine:
             timeout_ms=properties.signal_kafka_poll_timeout_ms,
         )
 
-    def _snapshot(self, pipeline: Pipeline) -> Offset | None:
+    def _snapshot(self, pipeline: Pipeline, *, stored: Offset | None) -> Offset | None:
+        """Take the snapshot; its offset replays the log from where an earlier attempt (or
+        run) stood, when that was earlier (:mod:`cdcflow.capture.replay`)."""
         if self.properties.snapshot_delay_ms:
             log.info("snapshot.delay.ms: waiting %d ms", self.properties.snapshot_delay_ms)
             if self.stop.wait(self.properties.snapshot_delay_ms / 1000):
@@ -366,6 +368,9 @@ class Engine:
         try:
             steps.lock()
             offset = steps.position()
+            replay_from = self._replay_start(stored) or offset
+            # before any row is sent: a next attempt replays the log from here
+            self.offsets.save(marker.replaying_from(replay_from))
             for change in steps.structure():
                 pipeline.schema_change(change)
             steps.release()
@@ -376,6 +381,7 @@ class Engine:
             raise InterruptedError(f"{stopped}; the next start takes the snapshot again") from None
         finally:
             steps.close()
+        offset = replay.snapshot_offset(offset, replay_from=replay_from, order_key=self._order_key)
         pipeline.commit(offset, None)
         self.stats.finish_snapshot()
         log.info(
@@ -384,6 +390,21 @@ class Engine:
             time.monotonic() - started,
         )
         return offset
+
+    def _replay_start(self, stored: Offset | None) -> Offset | None:
+        """Where the log must be read again from after this snapshot: an interrupted
+        attempt's position, or the position a previous run reached (while the server keeps
+        it); None on a first snapshot."""
+        if stored is None:
+            return None
+        if (start := stored.replay_start()) is not None:
+            return start
+        if stored.connector_values() and self.connector.position_available(stored):
+            return stored
+        return None
+
+    def _order_key(self, offset: Offset) -> tuple[Any, ...]:
+        return self.connector.position(offset).order_key()
 
     def _structure_snapshot(self, pipeline: Pipeline, *, stored: Offset | None) -> Offset | None:
         """A historized connector's snapshot of the tables' structure and no rows
@@ -411,7 +432,7 @@ def _delivered_before(
     """Whether a transaction committing at a position was delivered before ``offset``."""
     if offset is None:
         return None
-    stored = connector.position(offset).order_key()
+    stored = connector.position(offset.replay_start() or offset).order_key()
     return lambda commits_at: connector.position(commits_at).order_key() < stored
 
 

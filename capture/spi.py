@@ -108,6 +108,9 @@ TRANSACTION_OFFSET_PREFIX = "transaction_"
 """The engine's keys of an offset taken inside a transaction, as Debezium names them
 (``transaction_id``, ``transaction_data_collection_order_<collection>``): where the
 transaction metadata of the open transaction stands."""
+REPLAY_OFFSET_PREFIX = "replay."
+"""The engine's keys of an offset inside a replay window (:mod:`cdcflow.capture.replay`): the
+connector's keys of the position the log is read again from, after a redone snapshot."""
 
 
 @dataclass(init=False, slots=True)
@@ -145,8 +148,28 @@ class Offset:
         return {
             k: v
             for k, v in self.values.items()
-            if k not in ENGINE_OFFSET_KEYS and not k.startswith(TRANSACTION_OFFSET_PREFIX)
+            if k not in ENGINE_OFFSET_KEYS
+            and not k.startswith(TRANSACTION_OFFSET_PREFIX)
+            and not k.startswith(REPLAY_OFFSET_PREFIX)
         }
+
+    def replay_start(self) -> Offset | None:
+        """Where the log is read again from, when this offset is inside a replay window."""
+        prefix = REPLAY_OFFSET_PREFIX
+        start = {k[len(prefix) :]: v for k, v in self.values.items() if k.startswith(prefix)}
+        return Offset(start) if start else None
+
+    def replaying_from(self, start: Offset) -> Offset:
+        """This offset, with the log to be read again from ``start`` up to it."""
+        values = {k: v for k, v in self.values.items() if not k.startswith(REPLAY_OFFSET_PREFIX)}
+        for key, value in start.connector_values().items():
+            values[REPLAY_OFFSET_PREFIX + key] = value
+        return Offset(values)
+
+    def without_replay(self) -> Offset:
+        """This offset without its replay window."""
+        prefix = REPLAY_OFFSET_PREFIX
+        return Offset({k: v for k, v in self.values.items() if not k.startswith(prefix)})
 
 
 @dataclass(init=False, slots=True)

@@ -15,6 +15,7 @@ from cdcflow.capture.connectors.mysql.source import BinlogStream, SourceBlock
 from cdcflow.capture.connectors.mysql.tables import Structures
 from cdcflow.capture.errors import FatalError
 from cdcflow.capture.filters import Filters
+from cdcflow.capture.replay import ReplayWindow
 from cdcflow.capture.spi import (
     ColumnStructure,
     Event,
@@ -72,7 +73,11 @@ def _structures() -> Structures:
     return structures
 
 
-def _stream(items: list[binlog.BinlogItem], start: BinlogPosition | None = None) -> BinlogStream:
+def _stream(
+    items: list[binlog.BinlogItem],
+    start: BinlogPosition | None = None,
+    window: ReplayWindow | None = None,
+) -> BinlogStream:
     structures = _structures()
     return BinlogStream(
         ScriptedReader(items),  # type: ignore[arg-type]
@@ -80,6 +85,7 @@ def _stream(items: list[binlog.BinlogItem], start: BinlogPosition | None = None)
         filters=_filters(r"shop\.orders"),
         source_block=SourceBlock(version="0.1.0", connector="mariadb", server="shop"),
         start=start or BinlogPosition(FILE, 4, GtidSet.parse("0-1-9")),
+        window=window,
         include_query=False,
         idle_s=0,
     )
@@ -240,3 +246,35 @@ def test_a_restart_inside_a_transaction_skips_what_was_delivered_before_it() -> 
     commit = next(e for e in resumed if isinstance(e, TxCommit))
     ended = BinlogPosition.from_offset(commit.offset)
     assert (ended.event, ended.row) == (0, 0)  # past the transaction: nothing to skip
+
+
+def _window_to(pos: int) -> ReplayWindow:
+    """The binlog read again up to a redone snapshot's position ``pos``."""
+    end = BinlogPosition(FILE, pos, GtidSet.parse("0-1-11"))
+    return ReplayWindow(end.offset(), end.order_key())
+
+
+def test_offsets_inside_a_replay_window_are_the_snapshots_with_where_the_replay_stands() -> None:
+    items = [*_transaction("0-1-10", 100, (1, "gone")), *_transaction("0-1-11", 300, (2, "x"))]
+    events = _events(_stream(items, window=_window_to(331)), 7)
+    inside, past = events[2], events[5]
+
+    assert isinstance(inside, TxCommit) and isinstance(past, TxCommit)
+    assert BinlogPosition.from_offset(inside.offset).pos == 331  # the history recovers at P1
+    replay_start = inside.offset.replay_start()
+    assert replay_start is not None and BinlogPosition.from_offset(replay_start).pos == 231
+    assert past.offset.replay_start() is None  # the window ends at the snapshot's position
+    assert BinlogPosition.from_offset(past.offset).gtids == GtidSet.parse("0-1-11")
+    assert isinstance(events[1], RowChange) and events[1].after == (1, "gone")  # sent again
+
+
+def test_ddl_inside_a_replay_window_is_not_applied_again_and_older_rows_are_skipped() -> None:
+    # the redone snapshot read the table after this ALTER: its structure has v already
+    ddl = binlog.Statement(_header(231), "ALTER TABLE orders ADD COLUMN v VARCHAR(20)", "shop", 5)
+    items = [*_transaction("0-1-10", 100, (1,)), ddl, *_transaction("0-1-11", 300, (2, "b"))]
+    stream = _stream(items, window=_window_to(431))
+    events = _events(stream, 5)
+
+    assert [type(e) for e in events] == [TxBegin, TxCommit, TxBegin, RowChange, TxCommit]
+    assert isinstance(events[3], RowChange) and events[3].after == (2, "b")
+    assert isinstance(events[4], TxCommit) and events[4].offset.replay_start() is None

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 
+from cdcflow.capture import replay
 from cdcflow.capture.columns import ColumnStep
 from cdcflow.capture.connectors.db2 import sql, tables, types
 from cdcflow.capture.connectors.db2.chunks import Db2Chunks
@@ -197,7 +198,11 @@ class Db2Connector:
         )
 
     def streaming(self, offset: Offset | None) -> ChangeStream:
-        """Poll the change tables after ``offset`` (or the position fixed before)."""
+        """Poll the change tables after ``offset`` (or the position fixed before); inside a
+        replay window (after a redone snapshot) from the window's start."""
+        offset, window = replay.stream_start(
+            offset, order_key=lambda end: self.position(end).order_key()
+        )
         if offset is not None and offset.connector_values():
             start = Db2Position.from_offset(offset)
         elif self._start is not None:
@@ -212,6 +217,7 @@ class Db2Connector:
             source_block=self.source_block,
             statements=self.statements,
             start=start,
+            window=window,
             poll_interval_s=self.properties.poll_interval_ms / 1000,
             agent=AgentWatch(timeout_s=self._agent_timeout_s()),
             fetch_size=self.properties.query_fetch_size or 2000,

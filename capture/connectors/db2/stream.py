@@ -8,6 +8,8 @@ its row changes, one :class:`~cdcflow.capture.spi.TxCommit` per commit LSN. An u
 (``commit_lsn``, ``change_lsn`` of its last change, ``event_serial_no``) and at the end of an
 empty window (``commit_lsn`` alone). A stored commit position is read again from its commit
 LSN and every change up to it skipped; a position without a change LSN resumes after it.
+After a redone snapshot the change rows are read again from the interrupted attempt's position
+up to the snapshot's (:mod:`cdcflow.capture.replay`).
 
 Registrations are re-read every poll: a table entering capture mode is announced (CREATE), a
 re-registered table or a CD table with other columns (the offline and online schema-update
@@ -30,6 +32,7 @@ from cdcflow.capture.connectors.db2.connection import Connection
 from cdcflow.capture.connectors.db2.lsn import Db2Position, Lsn
 from cdcflow.capture.connectors.db2.source import SourceBlock
 from cdcflow.capture.errors import FatalError, RetriableError
+from cdcflow.capture.replay import ReplayWindow
 from cdcflow.capture.spi import (
     Event,
     Idle,
@@ -102,6 +105,7 @@ class ChangeStream:
         source_block: SourceBlock,
         statements: sql.AsnStatements,
         start: Db2Position,
+        window: ReplayWindow | None = None,
         poll_interval_s: float,
         agent: AgentWatch,
         fetch_size: int = 2000,
@@ -120,6 +124,8 @@ class ChangeStream:
         )
         self._next_from = start.commit_lsn if start.streamed else start.commit_lsn.increment()
         self._position = start
+        #: The change rows read again after a redone snapshot, up to its position.
+        self._replay = window
         self._registrations: dict[TableId, tables.Registration] = {}
         self._columns: dict[TableId, tuple[str, ...]] = {}
         self._warned_no_lsn = False
@@ -135,7 +141,7 @@ class ChangeStream:
             if max_lsn is None or max_lsn < self._next_from:
                 self._check_agent(now)
                 self._conn.rollback()
-                yield Idle(self._position.offset())
+                yield Idle(self._offset(self._position))
                 time.sleep(self._poll_s)
                 continue
             yield from self._window(self._next_from, max_lsn)
@@ -144,7 +150,7 @@ class ChangeStream:
                 self._position = Db2Position(commit_lsn=max_lsn)
             # End the read transaction: Db2 cannot take a table out of capture mode under it.
             self._conn.rollback()
-            yield Idle(self._position.offset())
+            yield Idle(self._offset(self._position))
 
     def offset_in_transaction(self) -> Offset | None:
         """Inside a transaction, the position of its last change yielded: a restart reads
@@ -155,13 +161,23 @@ class ChangeStream:
         position = Db2Position(
             commit_lsn=Lsn(last.commit), change_lsn=Lsn(last.intent), event_serial_no=last.serial
         )
-        return position.offset()
+        return self._offset(position)
 
     def acknowledge(self, offset: Any) -> None:
         """Nothing to confirm on the server: the change tables are read, never consumed."""
 
     def close(self) -> None:
         self._conn.close()
+
+    def _offset(self, position: Db2Position) -> Offset:
+        """The offset to store at ``position``: inside the replay window, the window's."""
+        window = self._replay
+        if window is not None:
+            if window.inside(position.order_key()):
+                return window.offset(position.offset())
+            log.info("the change rows read again after the redone snapshot are replayed")
+            self._replay = None
+        return position.offset()
 
     # -- one window --------------------------------------------------------------------------
 
@@ -259,7 +275,7 @@ class ChangeStream:
         )
         self._done = (last.commit, last.intent)
         self._last_change = None
-        return TxCommit(tx_id, self._position.offset(), source)
+        return TxCommit(tx_id, self._offset(self._position), source)
 
     def _source(self, change: Change, ts_ms: int, commit_text: str) -> dict[str, Any]:
         source = self._block.block(ts_ms=ts_ms, table=change.table, commit_lsn=None)
@@ -323,7 +339,7 @@ class ChangeStream:
             ddl="",
             changes=(change,),
             source=source,
-            offset=position.offset(),
+            offset=self._offset(position),
         )
 
     # -- the agent ---------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 
+from cdcflow.capture import replay
 from cdcflow.capture.columns import ColumnStep
 from cdcflow.capture.connectors.mysql import binlog, checks, snapshot, tables, types
 from cdcflow.capture.connectors.mysql.chunks import MySqlChunks
@@ -166,7 +167,18 @@ class MySqlConnector:
         )
 
     def streaming(self, offset: Offset | None) -> BinlogStream:
-        """Read the binlog after ``offset`` (or from the position now)."""
+        """Read the binlog after ``offset`` (or from the position now); inside a replay window
+        (after a redone snapshot) from the window's start."""
+        offset, window = replay.stream_start(
+            offset, order_key=lambda end: self.position(end).order_key()
+        )
+        if window is not None and not self.position_available(offset):
+            log.warning(
+                "the binlog the redone snapshot should be followed by from %s is purged: "
+                "rows deleted since the interrupted snapshot may stay in the topics",
+                offset.to_dict() if offset else None,
+            )
+            offset, window = window.end, None
         start = BinlogPosition.from_offset(offset) if offset and offset.connector_values() else None
         if start is not None and not self.position_available(offset):
             raise FatalError(
@@ -196,6 +208,7 @@ class MySqlConnector:
             filters=self.filters,
             source_block=self.source_block,
             start=start,
+            window=window,
             include_query=properties.include_query,
             idle_s=min(properties.poll_interval_ms / 1000, 1.0),
             gtid_filter=(

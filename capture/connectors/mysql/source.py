@@ -6,6 +6,9 @@ changes. Rows decode with the table structures of the schema history as of their
 lookup; DDL updates those structures where it appears in the binlog. Offsets move only at
 transaction ends: a restart resumes after the last committed transaction (by GTID, else by
 file/pos), and a transaction the server sends again whose GTID is already complete is skipped.
+After a redone snapshot the binlog is read again from the interrupted attempt's position up to
+the snapshot's (:mod:`cdcflow.capture.replay`): its DDL is not applied again, and a rows event
+written with another structure than the snapshot's is skipped.
 """
 
 from __future__ import annotations
@@ -19,9 +22,10 @@ from typing import Any
 
 from cdcflow.capture.connectors.mysql import binlog
 from cdcflow.capture.connectors.mysql.position import BinlogPosition, GtidSet
-from cdcflow.capture.connectors.mysql.tables import Structures
+from cdcflow.capture.connectors.mysql.tables import RowDecoder, Structures
 from cdcflow.capture.errors import FatalError
 from cdcflow.capture.filters import Filters
+from cdcflow.capture.replay import ReplayWindow
 from cdcflow.capture.spi import (
     ConnectSchema,
     Event,
@@ -155,6 +159,7 @@ class BinlogStream:
         filters: Filters,
         source_block: SourceBlock,
         start: BinlogPosition,
+        window: ReplayWindow | None = None,
         include_query: bool,
         idle_s: float,
         gtid_filter: tuple[list[str], list[str]] = ([], []),
@@ -164,6 +169,8 @@ class BinlogStream:
         self._filters = filters
         self._block = source_block
         self._position = start
+        #: The log read again after a redone snapshot, up to its position (None past it).
+        self._replay = window
         self._include_query = include_query
         self._idle_s = idle_s
         self._includes, self._excludes = gtid_filter
@@ -177,7 +184,7 @@ class BinlogStream:
         while True:
             item = self._reader.next(self._idle_s)
             if item is None:
-                yield Idle(None if self._tx else self._position.offset())
+                yield Idle(None if self._tx else self._offset(self._position))
                 continue
             yield from self._on(item)
 
@@ -187,13 +194,28 @@ class BinlogStream:
         tx = self._tx
         if tx is None or not tx.events:
             return None
-        return self._position.moved(event=tx.events - 1, row=tx.rows).offset()
+        return self._offset(self._position.moved(event=tx.events - 1, row=tx.rows))
 
     def acknowledge(self, offset: Offset) -> None:
         """Nothing to confirm on the server: a binlog reader holds no slot."""
 
     def close(self) -> None:
         self._reader.close()
+
+    def _offset(self, position: BinlogPosition) -> Offset:
+        """The offset to store at ``position``: inside the replay window, the window's."""
+        window = self._replay
+        if window is not None:
+            if window.inside(position.order_key()):
+                return window.offset(position.offset())
+            log.info("the binlog read again after the redone snapshot is replayed")
+            self._replay = None
+        return position.offset()
+
+    def _replaying(self) -> bool:
+        """Whether the transaction being read is inside the replay window."""
+        window = self._replay
+        return window is not None and window.inside(self._position.order_key())
 
     # -- items -------------------------------------------------------------------------------
 
@@ -278,10 +300,13 @@ class BinlogStream:
             return
         source = self._source(item.header, table_id, 0)
         yield Truncate((schema,), ({**source, "gtid": gtid},))
-        yield Idle(self._position.offset())
+        yield Idle(self._offset(self._position))
 
     def _ddl(self, item: binlog.Statement) -> Iterator[Event]:
         gtid = self._tx.gtid if self._tx else None
+        if self._replaying():  # the structures are the redone snapshot's already
+            self._finish(item.header, gtid=gtid)
+            return
         applied = self._structures.apply(item.query, database=item.schema)
         self._finish(item.header, gtid=gtid)
         for entry in applied:
@@ -300,7 +325,7 @@ class BinlogStream:
                 ddl=entry.ddl,
                 changes=(entry.change,),
                 source=source,
-                offset=self._position.offset(),
+                offset=self._offset(self._position),
             )
 
     def _rows(self, item: binlog.Rows) -> Iterator[Event]:
@@ -316,6 +341,13 @@ class BinlogStream:
         if not self._filters.reads(table_id):
             return
         decoder = self._structures.decoder(table_id)
+        if self._replaying() and not _decodes(decoder, item):
+            log.warning(
+                "a row event of %s in the binlog read again after the redone snapshot was "
+                "written with another structure than the snapshot's: skipped",
+                table_id,
+            )
+            return
         if decoder is None:
             raise FatalError(
                 f"a row event of {table_id} arrived but the schema history has no structure "
@@ -370,7 +402,7 @@ class BinlogStream:
         self._finish(header, gtid=tx.gtid if tx else None)
         if tx is None or not tx.announced:
             return
-        yield TxCommit(tx.tx_id, self._position.offset(), self._boundary(header, tx.gtid))
+        yield TxCommit(tx.tx_id, self._offset(self._position), self._boundary(header, tx.gtid))
 
     def _boundary(self, header: binlog.Header, gtid: str | None) -> dict[str, Any]:
         """The source block of a transaction's BEGIN or END (no table)."""
@@ -397,3 +429,12 @@ class BinlogStream:
             row=0,
         )
         self._tx, self._skipping, self._resume_within = None, False, None
+
+
+def _decodes(decoder: RowDecoder | None, item: binlog.Rows) -> bool:
+    """Whether a rows event was written with the structure ``decoder`` has."""
+    if decoder is None or not item.rows:
+        return False
+    first = item.rows[0]
+    row = first[0] if item.kind == "u" else first
+    return len(row) == decoder.width
