@@ -30,6 +30,7 @@ from pydantic import (
     model_validator,
 )
 
+from cdcflow.capture.kinds import KINDS
 from cdcflow.capture.mapping import ColumnRule, parse_rule, propagation_rules
 from cdcflow.capture.names import AdjustmentMode
 from cdcflow.capture.notify_http import check_url
@@ -547,19 +548,12 @@ def known_properties(model: type[EngineProperties]) -> list[str]:
 
 Properties = TypeVar("Properties", bound=EngineProperties)
 
-PROPERTY_MODELS = {
-    "postgresql": "cdcflow.capture.connectors.postgres.properties",
-    "mysql": "cdcflow.capture.connectors.mysql.properties",
-    "mariadb": "cdcflow.capture.connectors.mysql.properties",
-    "db2": "cdcflow.capture.connectors.db2.properties",
-}
-"""The module holding each ``spec.source`` kind's model (loaded by name: models import this
-module, and a base install needs no connector to parse its configuration)."""
-
 
 def model_for(kind: str) -> type[EngineProperties]:
     """The properties model of the connector for ``spec.source.<kind>``."""
-    module = importlib.import_module(PROPERTY_MODELS[kind])
+    # loaded by name: models import this module, and a base install needs no connector to
+    # parse its configuration
+    module = importlib.import_module(KINDS[kind].properties_module)
     model: type[EngineProperties] = module.MODEL
     return model
 

@@ -24,6 +24,7 @@ from cdcflow.capture.config import (
     model_for,
     parse_properties,
 )
+from cdcflow.capture.kinds import KINDS
 
 API_VERSION = "cdcflow.io/v1alpha1"
 DEFAULT_IMAGE = "ghcr.io/cdcflow/cdcflow:0.1.0"
@@ -155,13 +156,14 @@ class Source(Spec):
         return self.selected.url(self.kind)
 
 
-SOURCE_MODELS: dict[str, type[DatabaseSource]] = {
-    "postgresql": PostgresSource,
+_PACKAGE_SPECS: dict[str, type[DatabaseSource]] = {
+    "postgres": PostgresSource,
     "mysql": MySqlSource,
-    "mariadb": MySqlSource,
     "db2": Db2Source,
 }
-"""The spec of each ``spec.source`` kind: the fields of :class:`Source`."""
+SOURCE_MODELS = {kind: _PACKAGE_SPECS[registered.package] for kind, registered in KINDS.items()}
+"""The spec of each ``spec.source`` kind (:data:`cdcflow.capture.kinds.KINDS`): the fields of
+:class:`Source`, one per connector package."""
 SOURCE_KINDS = tuple(SOURCE_MODELS)
 
 

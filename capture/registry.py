@@ -17,17 +17,8 @@ from cdcflow.capture.config import ConfigError, EngineProperties
 from cdcflow.capture.connector_resource import CdcConnector
 from cdcflow.capture.credentials import Login
 from cdcflow.capture.filters import Filters
+from cdcflow.capture.kinds import KINDS
 from cdcflow.capture.spi import Connector
-
-FACTORIES = {
-    "postgresql": "cdcflow.capture.connectors.postgres.factory",
-    "mysql": "cdcflow.capture.connectors.mysql.factory",
-    "mariadb": "cdcflow.capture.connectors.mysql.factory",
-    "db2": "cdcflow.capture.connectors.db2.factory",
-}
-"""The factory module of each ``spec.source`` kind."""
-EXTRAS = {"postgresql": "postgres", "mysql": "mysql", "mariadb": "mysql", "db2": "db2"}
-"""The pip extra that installs each kind's driver."""
 
 
 @dataclass(frozen=True)
@@ -54,14 +45,14 @@ class Factory(Protocol):
 def build_connector(context: ConnectorContext) -> Connector:
     """The connector of ``context.resource``'s source kind."""
     kind = context.resource.spec.source.kind
-    module = FACTORIES.get(kind)
-    if module is None:
-        raise ConfigError(f"no connector for spec.source.{kind}; known: {', '.join(FACTORIES)}")
+    registered = KINDS.get(kind)
+    if registered is None:
+        raise ConfigError(f"no connector for spec.source.{kind}; known: {', '.join(KINDS)}")
     try:
-        factory = cast(Factory, importlib.import_module(module))
+        factory = cast(Factory, importlib.import_module(registered.factory_module))
     except ModuleNotFoundError as missing:
         raise ConfigError(
             f"the {kind} connector needs {missing.name}, which is not installed: "
-            f"pip install 'cdcflow[{EXTRAS.get(kind, kind)}]'"
+            f"pip install 'cdcflow[{registered.extra}]'"
         ) from None
     return factory.build(context)

@@ -3,6 +3,7 @@ extra installs it."""
 
 from __future__ import annotations
 
+import importlib.util
 from typing import Any
 
 import pytest
@@ -10,9 +11,10 @@ import pytest
 from cdcflow.capture import registry
 from cdcflow.capture.capabilities import Cleanup, Heartbeats, Historized, LogMessages, SignalWriter
 from cdcflow.capture.config import ConfigError
-from cdcflow.capture.connector_resource import parse_connector
+from cdcflow.capture.connector_resource import Source, parse_connector
 from cdcflow.capture.credentials import Login
 from cdcflow.capture.filters import Filters
+from cdcflow.capture.kinds import KINDS, SourceKind
 from cdcflow.capture.spi import TableId
 
 POSTGRES = {"postgresql": {"host": "h", "database": "d"}}
@@ -53,9 +55,18 @@ def test_the_postgresql_source_builds_the_postgresql_connector_with_its_capabili
 def test_a_connector_whose_driver_is_missing_names_the_extra_to_install(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setitem(registry.FACTORIES, "postgresql", "cdcflow_missing_driver.factory")
+    context = _context()
+    missing = SourceKind(package="missing_driver", extra="postgres")
+    monkeypatch.setitem(registry.KINDS, "postgresql", missing)
     with pytest.raises(ConfigError, match=r"pip install 'cdcflow\[postgres\]'"):
-        registry.build_connector(_context())
+        registry.build_connector(context)
+
+
+def test_every_registered_kind_is_a_spec_source_field_with_a_connector_package() -> None:
+    assert set(Source.model_fields) == set(KINDS)  # spec.source names every kind, no other
+    for registered in KINDS.values():
+        assert importlib.util.find_spec(registered.factory_module) is not None
+        assert importlib.util.find_spec(registered.properties_module) is not None
 
 
 def test_each_connector_validates_its_own_properties() -> None:
