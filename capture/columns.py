@@ -23,7 +23,7 @@ with the filters, so the column lists keep matching the names in the database.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from cdcflow.capture.config import EngineProperties
@@ -65,6 +65,12 @@ class MappedTable:
     value_maps: tuple[ValueMap | None, ...]
     """Per column, its mapper's value map for values no converter produced (a placeholder
     for an unchanged TOASTed value); None for key columns and columns without a mapper."""
+
+    def sql_names(self, fields: Iterable[str]) -> tuple[str, ...]:
+        """The database's names of event fields (``field.name.adjustment.mode`` renames), for
+        the queries of chunks and snapshots."""
+        names = dict(zip([c.name for c in self.schema.columns], self.source_names, strict=True))
+        return tuple(names[field] for field in fields)
 
 
 class ColumnStep:

@@ -59,7 +59,7 @@ class Db2Chunks:
     def max_key(
         self, table: TableSchema, *, key: tuple[str, ...], condition: str | None
     ) -> ChunkKey | None:
-        key = self._decoder(table.id).sql_names(key)
+        key = self._decoder(table.id).mapped.sql_names(key)
         statement = sql.max_key(table.id.schema, table.id.table, key=key, condition=condition)
         rows = self._fetch(statement, [], table.id)
         return tuple(rows[0]) if rows else None
@@ -77,9 +77,14 @@ class Db2Chunks:
         decoder = self._decoder(table.id)
         positions = [[c.name for c in table.columns].index(k) for k in key]
         statement = sql.chunk(
-            table.id.schema, table.id.table, columns=decoder.names, key=decoder.sql_names(key),
-            after=after is not None, condition=condition, limit=limit,
-        )  # fmt: skip
+            table.id.schema,
+            table.id.table,
+            columns=decoder.names,
+            key=decoder.mapped.sql_names(key),
+            after=after is not None,
+            condition=condition,
+            limit=limit,
+        )
         params = [
             *(sql.key_after_parameters(after) if after is not None else []),
             *sql.key_after_parameters(up_to),

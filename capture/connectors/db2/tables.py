@@ -67,6 +67,7 @@ class Decoder:
     """Turns a row of a change-data table or a snapshot query into a row tuple."""
 
     def __init__(self, mapped: MappedTable, failures: ConvertingFailures) -> None:
+        self.mapped = mapped
         self.schema = mapped.schema
         self.names = mapped.source_names
         """The columns' names in the database, in schema order (field names may differ)."""
@@ -92,11 +93,6 @@ class Decoder:
         """A row whose columns are the schema's, in order (a snapshot or chunk read)."""
         values = tuple(row)
         return self._failures.convert(self.schema.id, self.schema.columns, self._converters, values)
-
-    def sql_names(self, fields: Iterable[str]) -> tuple[str, ...]:
-        """The database's names of event fields (field.name.adjustment.mode renames)."""
-        names = dict(zip([c.name for c in self.schema.columns], self.names, strict=True))
-        return tuple(names[field] for field in fields)
 
 
 class Structures:

@@ -54,7 +54,7 @@ class MySqlChunks:
     def max_key(
         self, table: TableSchema, *, key: tuple[str, ...], condition: str | None
     ) -> ChunkKey | None:
-        key = self._decoder(table.id).sql_names(key)
+        key = self._decoder(table.id).mapped.sql_names(key)
         order = ", ".join(f"{quote(k)} DESC" for k in key)
         statement = (
             f"SELECT {_columns(key)} FROM {_table(table.id)}{_where([], condition)} "
@@ -75,7 +75,7 @@ class MySqlChunks:
     ) -> list[ChunkRow]:
         decoder = self._decoder(table.id)
         positions = [[c.name for c in table.columns].index(k) for k in key]
-        key = decoder.sql_names(key)
+        key = decoder.mapped.sql_names(key)
         placeholders = "(" + ", ".join(["%s"] * len(key)) + ")"
         keys = f"({_columns(key)})"
         bounds = [f"{keys} <= {placeholders}"]

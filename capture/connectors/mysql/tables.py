@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from cdcflow.capture.columns import ColumnStep, source_column
+from cdcflow.capture.columns import ColumnStep, MappedTable, source_column
 from cdcflow.capture.connectors.mysql import ddl, structure, types
 from cdcflow.capture.connectors.mysql.connection import Connection, query, quote
 from cdcflow.capture.converting import CONVERSION_ERRORS, ConvertingFailures
@@ -50,8 +50,8 @@ class RowDecoder:
     """Columns a binlog row of this structure has."""
     select_list: str
     """The snapshot's select list: the kept columns only."""
-    source_names: tuple[str, ...]
-    """The kept columns' names in the database (event field names may differ)."""
+    mapped: MappedTable
+    """The kept columns after the column step, with their names in the database."""
     failures: ConvertingFailures
     """``event.converting.failure.handling.mode``: a value that fails to convert."""
 
@@ -89,11 +89,6 @@ class RowDecoder:
         columns = self.schema.columns
         converters = [column.convert for column in columns]
         return self.failures.row(self.schema.id, columns, converters, row)
-
-    def sql_names(self, fields: Iterable[str]) -> tuple[str, ...]:
-        """The database's names of event fields (field.name.adjustment.mode renames)."""
-        names = dict(zip([c.name for c in self.schema.columns], self.source_names, strict=True))
-        return tuple(names[field] for field in fields)
 
 
 @dataclass(frozen=True)
@@ -156,7 +151,7 @@ class Structures:
             kept.indexes,
             len(full.columns),
             select,
-            mapped.source_names,
+            mapped,
             self._columns.failures,
         )
 
