@@ -445,6 +445,15 @@ class EngineProperties(BaseModel):
         """``heartbeat.interval.ms``, or what a connector raises it to for its own needs."""
         return self.heartbeat_interval_ms
 
+    def table_filters(self) -> dict[str, tuple[str, ...]]:
+        """The include/exclude lists that choose the captured tables, by property name."""
+        return {
+            "schema.include.list": self.schema_include_list,
+            "schema.exclude.list": self.schema_exclude_list,
+            "table.include.list": self.table_include_list,
+            "table.exclude.list": self.table_exclude_list,
+        }
+
     def warn_deprecated(self) -> None:
         """Log the deprecations only the parsed values reveal (none here)."""
 

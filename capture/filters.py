@@ -7,10 +7,12 @@ Debezium matches include/exclude regular expressions against the whole fully-qua
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import NoReturn
 
 from cdcflow.capture.config import EngineProperties
+from cdcflow.capture.errors import FatalError
 from cdcflow.capture.spi import TableId
 
 SYSTEM_SCHEMAS = frozenset({"pg_catalog", "information_schema", "pg_toast"})
@@ -162,3 +164,20 @@ def parse_key_columns(text: str) -> tuple[tuple[re.Pattern[str], tuple[str, ...]
             raise ValueError(f"message.key.columns entry {entry!r} is not <table>:<col>[,<col>]")
         pairs.append((re.compile(table.strip(), re.IGNORECASE), names))
     return tuple(pairs)
+
+
+def refuse_capturing_nothing(
+    lists: Mapping[str, Sequence[str]], *, present: Iterable[TableId], containers: str
+) -> NoReturn:
+    """Stop a connector whose filters match no table: it would stream nothing and look
+    healthy. Names the lists given (:meth:`EngineProperties.table_filters`) and the
+    ``containers`` (the server's databases, the database's schemas) that have tables, so a
+    typo shows."""
+    given = "; ".join(f"{name}={','.join(value)}" for name, value in lists.items() if value)
+    found = sorted({table.schema for table in present})
+    raise FatalError(
+        f"no table matches the filters ({given or 'none set'}), so there is nothing to capture. "
+        "Check the include/exclude lists (regular expressions matched against the whole "
+        "qualified name, case-insensitive); the "
+        f"{containers} with tables: {', '.join(found) or 'none'}"
+    )

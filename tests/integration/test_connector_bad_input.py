@@ -54,3 +54,14 @@ def test_a_closed_port_stops_at_start_saying_what_to_check(
     resource = CdcConnector.model_validate(document)
     result = _capture(driver, resource, password=driver.login.password, tmp_path=tmp_path)
     assert_clean_failure(result, "is running and reachable", secret=SECRET)
+
+
+def test_filters_that_match_no_table_stop_at_start_naming_the_lists(
+    driver: ConnectorDriver, tmp_path: Path
+) -> None:
+    table = driver.table("filtered")
+    driver.create_table(table)
+    typo = "nosuchschema\\.no_such_table"
+    resource = driver.resource([table], **{"table.include.list": typo})
+    result = _capture(driver, resource, password=driver.login.password, tmp_path=tmp_path)
+    assert_clean_failure(result, "no table matches the filters", typo, secret=SECRET)

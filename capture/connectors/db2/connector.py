@@ -9,7 +9,7 @@ offset alone says where to resume.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from cdcflow.capture import replay
 from cdcflow.capture.columns import ColumnStep
@@ -28,7 +28,7 @@ from cdcflow.capture.connectors.db2.snapshot import Db2Snapshot, SnapshotParts, 
 from cdcflow.capture.connectors.db2.source import SOURCE_SCHEMA, SourceBlock
 from cdcflow.capture.connectors.db2.stream import AgentWatch, ChangeStream, agent_timeout_s
 from cdcflow.capture.errors import FatalError
-from cdcflow.capture.filters import Filters
+from cdcflow.capture.filters import Filters, refuse_capturing_nothing
 from cdcflow.capture.spi import Offset, SchemaChange, TableId
 
 log = logging.getLogger(__name__)
@@ -105,7 +105,14 @@ class Db2Connector:
                 "the agent (VALUES ASNCDC.ASNCDCSERVICES('reinit','asncdc'))"
             )
         captured = self.captured_tables()
-        self._explain_uncaptured()
+        present = tables.all_tables(self.conn)
+        if not captured and not any(self.filters.captures(t) for t in present):
+            refuse_capturing_nothing(
+                self.properties.table_filters(),
+                present=present,
+                containers="database's schemas",
+            )
+        self._explain_uncaptured(present)
         return captured
 
     def _registrations(self) -> dict[TableId, tables.Registration]:
@@ -135,13 +142,13 @@ class Db2Connector:
     def _captures(self, table: TableId) -> bool:
         return self.filters.captures(table) or table == self.signal_table
 
-    def _explain_uncaptured(self) -> None:
+    def _explain_uncaptured(self, present: Iterable[TableId]) -> None:
         """Included tables that are not in capture mode cannot stream: say so, once."""
         registered = set(self._registered)
         control = self.statements.control_schema
         missing = [
             t
-            for t in tables.all_tables(self.conn)
+            for t in present
             if self.filters.captures(t) and t not in registered and t.schema != control
         ]
         if missing and self.properties.table_include_list:

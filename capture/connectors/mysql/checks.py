@@ -13,9 +13,7 @@ from cdcflow.capture.connectors.mysql.connection import (
     query,
     query_named,
 )
-from cdcflow.capture.connectors.mysql.properties import MySqlProperties
 from cdcflow.capture.errors import FatalError
-from cdcflow.capture.spi import TableId
 
 log = logging.getLogger(__name__)
 
@@ -165,22 +163,3 @@ def _variables(conn: Connection) -> dict[str, str]:
     placeholders = ", ".join(["%s"] * len(names))
     rows = query(conn, f"SHOW GLOBAL VARIABLES WHERE Variable_name IN ({placeholders})", names)
     return {str(name).lower(): str(value) for name, value in rows}
-
-
-def refuse_capturing_nothing(properties: MySqlProperties, present: Iterable[TableId]) -> None:
-    """A connector whose filters match no table would stream nothing and look healthy: refuse
-    it, naming the lists to check and the databases the server has."""
-    lists = {
-        "database.include.list": properties.database_include_list,
-        "database.exclude.list": properties.database_exclude_list,
-        "table.include.list": properties.table_include_list,
-        "table.exclude.list": properties.table_exclude_list,
-    }
-    given = "; ".join(f"{name}={','.join(value)}" for name, value in lists.items() if value)
-    databases = sorted({table.schema for table in present})
-    raise FatalError(
-        f"no table matches the filters ({given or 'none set'}), so there is nothing to capture. "
-        "Check the include/exclude lists (regular expressions matched against the whole "
-        "`database` or `database.table` name, case-insensitive); the server's databases with "
-        f"tables: {', '.join(databases) or 'none'}"
-    )

@@ -27,7 +27,7 @@ from cdcflow.capture.connectors.mysql.position import BinlogPosition
 from cdcflow.capture.connectors.mysql.properties import MySqlProperties
 from cdcflow.capture.connectors.mysql.source import BinlogStream, SourceBlock, source_schema
 from cdcflow.capture.errors import FatalError
-from cdcflow.capture.filters import Filters
+from cdcflow.capture.filters import Filters, refuse_capturing_nothing
 from cdcflow.capture.spi import Offset, SchemaChange, TableChange, TableChangeType, TableId
 
 log = logging.getLogger(__name__)
@@ -110,7 +110,11 @@ class MySqlConnector:
         self._read_signal_table()
         captured = self.captured_tables()
         if not captured:
-            checks.refuse_capturing_nothing(self.properties, tables.all_tables(self.conn))
+            refuse_capturing_nothing(
+                self.properties.table_filters(),
+                present=tables.all_tables(self.conn),
+                containers="server's databases",
+            )
         return captured
 
     def _read_signal_table(self) -> None:

@@ -142,6 +142,15 @@ class MySqlProperties(HistorizedProperties):
     )
     binlog_buffer_size: int = Field(0, alias="binlog.buffer.size", ge=0)
 
+    def table_filters(self) -> dict[str, tuple[str, ...]]:
+        """MySQL names its schemas databases."""
+        return {
+            "database.include.list": self.database_include_list,
+            "database.exclude.list": self.database_exclude_list,
+            "table.include.list": self.table_include_list,
+            "table.exclude.list": self.table_exclude_list,
+        }
+
     @field_validator("database_include_list", "database_exclude_list", "gtid_source_includes",
                      "gtid_source_excludes", mode="before")  # fmt: skip
     @classmethod

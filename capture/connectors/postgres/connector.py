@@ -54,7 +54,7 @@ from cdcflow.capture.connectors.postgres.tables import TableCatalog
 from cdcflow.capture.converting import ConvertingFailures
 from cdcflow.capture.envelope import TRANSACTION_BLOCK, frame
 from cdcflow.capture.errors import FatalError
-from cdcflow.capture.filters import Filters
+from cdcflow.capture.filters import Filters, refuse_capturing_nothing
 from cdcflow.capture.spi import (
     ConnectSchema,
     LogMessage,
@@ -263,11 +263,13 @@ class PostgresConnector:
             checks.refuse_breaking_writes(self.conn, name)
             statement = sql.SQL("CREATE PUBLICATION {} FOR ALL TABLES").format(sql.Identifier(name))
         else:
-            tables = [t for t in self._user_tables() if self.filters.reads(t)]
+            present = self._user_tables()
+            tables = [t for t in present if self.filters.reads(t)]
             if not tables:
-                raise FatalError(
-                    "publication.autocreate.mode=filtered but no table matches the filters; "
-                    "check table.include.list / schema.include.list"
+                refuse_capturing_nothing(
+                    self.properties.table_filters(),
+                    present=present,
+                    containers="database's schemas",
                 )
             statement = sql.SQL("CREATE PUBLICATION {} FOR TABLE {}").format(
                 sql.Identifier(name),
