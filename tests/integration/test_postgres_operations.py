@@ -243,4 +243,28 @@ def test_cleanup_refuses_a_slot_in_use_and_drops_it_once_the_connector_stopped(
     done = subprocess.run(command, env=capture.cli_environment(), capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert f"slot {capture.name}" in done.stdout
+    assert f"publication {capture.name}" in done.stdout  # it created it: it drops it
     assert capture.query(slot) == [(0,)]
+
+
+def test_cleanup_leaves_a_publication_the_connector_did_not_create(
+    capture: CaptureHarness,
+) -> None:
+    table = capture.table("shared")
+    shared = f"{capture.name}_shared"
+    capture.sql(
+        f"CREATE TABLE {table} (id int PRIMARY KEY)",
+        f"CREATE PUBLICATION {shared} FOR TABLE {table}",  # another connector's, or a DBA's
+    )
+    resource = capture.resource([table], **{"publication.name": shared})
+    config = capture.write_yaml(resource)
+    capture.start(resource).stop()
+    command = [sys.executable, "-m", "cdcflow.operator.cli", "cleanup", "-f", str(config)]
+    done = subprocess.run(command, env=capture.cli_environment(), capture_output=True, text=True)
+
+    assert done.returncode == 0, done.stderr
+    assert f"slot {capture.name}" in done.stdout
+    assert "publication" not in done.stdout
+    assert f"publication {shared} was not created by this connector" in done.stderr
+    published = f"SELECT count(*) FROM pg_publication WHERE pubname = '{shared}'"
+    assert capture.query(published) == [(1,)]

@@ -16,13 +16,25 @@ from cdcflow.capture.credentials import kafka_security
 
 def test_defaults_match_debezium() -> None:
     properties = parse_properties({"topic.prefix": "shop"})
-    assert properties.slot_name == "debezium"
-    assert properties.publication_name == "dbz_publication"
     assert properties.snapshot_mode == "initial"
     assert properties.tombstones_on_delete is True
     assert properties.unavailable_value_placeholder == "__debezium_unavailable_value"
     assert properties.incremental_snapshot_chunk_size == 1024
     assert properties.skipped == frozenset({"t"})
+
+
+def test_two_connectors_never_share_a_slot_or_publication_by_default() -> None:
+    orders = parse_properties({"topic.prefix": "Orders-EU.v2"})
+    billing = parse_properties({"topic.prefix": "billing"})
+    assert (orders.slot_name, orders.publication_name) == (
+        "orders_eu_v2",
+        "orders_eu_v2_publication",
+    )
+    assert billing.slot_name != orders.slot_name
+    named = parse_properties({"topic.prefix": "shop", "slot.name": "debezium"})
+    assert (named.slot_name, named.publication_name) == ("debezium", "debezium_publication")
+    long = parse_properties({"topic.prefix": "x" * 100})
+    assert len(long.slot_name) == len(long.publication_name) == 63  # PostgreSQL's longest
 
 
 def test_comma_separated_lists_and_yaml_lists_are_both_accepted() -> None:

@@ -73,7 +73,7 @@ def test_each_connector_validates_its_own_properties() -> None:
     from cdcflow.capture.connectors.postgres.properties import PostgresProperties
 
     properties = _context().properties
-    assert isinstance(properties, PostgresProperties) and properties.slot_name == "debezium"
+    assert isinstance(properties, PostgresProperties) and properties.slot_name == "shop"
     with pytest.raises(ConfigError, match=r"keeps no schema history"):
         parse_connector(_document({"database.history.kafka.topic": "history"}))
     with pytest.raises(ConfigError, match=r"unknown connector property: `database.server.id`"):

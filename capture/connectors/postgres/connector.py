@@ -112,6 +112,9 @@ MESSAGE_KEY_SCHEMA: ConnectSchema = {
 #: Seconds to wait for the walsender of a closed stream to release the slot before dropping it.
 SLOT_RELEASE_TIMEOUT_S = 10.0
 PUBLICATION_SQL = "SELECT pubviaroot, puballtables FROM pg_publication WHERE pubname = %s"
+PUBLICATION_MARK_SQL = (
+    "SELECT obj_description(oid, 'pg_publication') FROM pg_publication WHERE pubname = %s"
+)
 PUBLISHED_TABLES_SQL = "SELECT schemaname, tablename FROM pg_publication_tables WHERE pubname = %s"
 USER_TABLES_SQL = """
 SELECT n.nspname, c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
@@ -284,7 +287,15 @@ class PostgresConnector:
                 f"cannot create publication {name}: {str(error).strip()}. Create it as a "
                 "superuser, or use publication.autocreate.mode=filtered with a table owner."
             ) from None
+        # the mark cleanup looks for: it drops only a publication this connector created
+        comment = sql.SQL("COMMENT ON PUBLICATION {} IS {}").format(
+            sql.Identifier(name), sql.Literal(self._publication_mark())
+        )
+        self.conn.execute(comment)
         log.info("created publication %s (%s)", name, mode)
+
+    def _publication_mark(self) -> str:
+        return f"created by the cdcflow connector of slot {self.properties.slot_name}"
 
     def _user_tables(self) -> list[TableId]:
         return [TableId(str(s), str(t)) for s, t in self.conn.execute(USER_TABLES_SQL).fetchall()]
@@ -460,9 +471,18 @@ class PostgresConnector:
                     )
                 dropped.append(f"slot {self.properties.slot_name}")
             name = self.properties.publication_name
-            if conn.execute("SELECT 1 FROM pg_publication WHERE pubname = %s", (name,)).fetchone():
+            found = conn.execute(PUBLICATION_MARK_SQL, (name,)).fetchone()
+            if found is not None and found[0] == self._publication_mark():
                 conn.execute(sql.SQL("DROP PUBLICATION {}").format(sql.Identifier(name)))
                 dropped.append(f"publication {name}")
+            elif found is not None:
+                # made by hand or by another connector, which may still stream from it
+                log.warning(
+                    "publication %s was not created by this connector: left in place (drop it "
+                    "by hand when no connector uses it: DROP PUBLICATION %s)",
+                    name,
+                    name,
+                )
         self._conn = None
         return dropped
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field, ValidationInfo, field_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from cdcflow.capture.config import (
     DEPRECATED_ALIASES,
@@ -115,6 +115,16 @@ def parse_replica_identities(text: str) -> tuple[ReplicaIdentityRule, ...]:
     return tuple(rules)
 
 
+MAX_IDENTIFIER = 63
+"""PostgreSQL's longest identifier (NAMEDATALEN - 1)."""
+
+
+def server_object_name(prefix: str) -> str:
+    """A slot name made from a topic prefix: lower case, ``[a-z0-9_]`` only, at most
+    :data:`MAX_IDENTIFIER` characters."""
+    return re.sub(r"[^a-z0-9_]", "_", prefix.lower())[:MAX_IDENTIFIER] or "cdcflow"
+
+
 class PostgresProperties(EngineProperties):
     """The PostgreSQL connector's properties."""
 
@@ -125,10 +135,16 @@ class PostgresProperties(EngineProperties):
 
     plugin_name: Literal["pgoutput"] = Field("pgoutput", alias="plugin.name")
     slot_name: str = Field(
-        "debezium", alias="slot.name", pattern=r"^[a-z0-9_]+$", description="Replication slot."
+        alias="slot.name",
+        pattern=r"^[a-z0-9_]{1,63}$",
+        description="Replication slot (default: the topic prefix as a slot name).",
     )
     slot_drop_on_stop: bool = Field(False, alias="slot.drop.on.stop")
-    publication_name: str = Field("dbz_publication", alias="publication.name")
+    publication_name: str = Field(
+        alias="publication.name",
+        max_length=63,
+        description="Publication (default: <slot name>_publication).",
+    )
     publication_autocreate_mode: Literal["all_tables", "disabled", "filtered"] = Field(
         "all_tables", alias="publication.autocreate.mode"
     )
@@ -192,6 +208,20 @@ class PostgresProperties(EngineProperties):
         None, alias="replica.identity.autoset.values"
     )
     slot_failover: bool = Field(False, alias="slot.failover")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _names_of_this_connector(cls, data: Any) -> Any:
+        """Slot and publication named after the topic prefix unless set: two connectors on
+        one database never share them by default (Debezium's ``debezium`` and
+        ``dbz_publication`` are shared, and deleting one connector dropped the other's
+        publication)."""
+        if not isinstance(data, dict) or not isinstance(data.get("topic.prefix"), str):
+            return data
+        slot = str(data.get("slot.name") or server_object_name(data["topic.prefix"]))
+        suffix = "_publication"
+        publication = f"{slot[: MAX_IDENTIFIER - len(suffix)]}{suffix}"
+        return {"slot.name": slot, "publication.name": publication, **data}
 
     @field_validator("snapshot_locking_mode", "snapshot_query_mode", mode="before")
     @classmethod
