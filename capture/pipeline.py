@@ -346,6 +346,7 @@ class Pipeline:
                     dispatcher.begin(event)
                 case Idle():
                     pending = event.offset or pending
+                    self._stats.caught_up()
                 case Truncate():
                     dispatcher.truncate(event)
                 case LogMessage():

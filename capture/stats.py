@@ -39,6 +39,9 @@ class Stats:
     last_event_source_ms: int = 0
     last_event_wall_ms: int = 0
     milliseconds_behind_source: int = 0
+    """Debezium's MilliSecondsBehindSource: the commit-to-emit lag of the last event."""
+    last_idle_wall_ms: int = 0
+    """When the source last had nothing more to read (the connector had caught up)."""
     snapshot_running: bool = False
     snapshot_completed: bool = False
     snapshot_aborted: bool = False
@@ -66,6 +69,18 @@ class Stats:
         self.last_event_source_ms = source_ts_ms
         self.last_event_wall_ms = now
         self.milliseconds_behind_source = max(0, now - source_ts_ms)
+
+    def caught_up(self) -> None:
+        """The source has nothing more to read right now."""
+        self.last_idle_wall_ms = time.time_ns() // 1_000_000
+
+    def behind_source_ms(self) -> int:
+        """How far behind the source the connector is now: 0 when it read everything the
+        source had since its last event, else the age of that event's commit (it grows
+        while the connector is stuck, unlike the last event's lag)."""
+        if not self.last_event_wall_ms or self.last_idle_wall_ms >= self.last_event_wall_ms:
+            return 0
+        return max(0, time.time_ns() // 1_000_000 - self.last_event_source_ms)
 
     def start_snapshot(self, estimates: dict[str, int]) -> None:
         self.phase = "snapshot"
@@ -119,7 +134,8 @@ class Stats:
                 "eventsFiltered": self.events_filtered,
                 "committedTransactions": self.committed_transactions,
                 "lastTransactionId": self.last_transaction_id,
-                "millisecondsBehindSource": self.milliseconds_behind_source,
+                "millisecondsBehindSource": self.behind_source_ms(),
+                "lastEventMillisecondsBehindSource": self.milliseconds_behind_source,
                 "millisecondsSinceLastEvent": (
                     time.time_ns() // 1_000_000 - self.last_event_wall_ms
                     if self.last_event_wall_ms

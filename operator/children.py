@@ -279,6 +279,9 @@ def service(resource: CdcConnector, *, uid: str) -> JSON:
         "metadata": _meta(resource, child_name(resource), uid),
         "spec": {
             "clusterIP": "None",
+            # the operator reads /status through this name above all while the pod is
+            # NotReady (the source or Kafka is down): its address must keep resolving then
+            "publishNotReadyAddresses": True,
             "selector": _selector(resource),
             "ports": [{"name": "http", "port": PORT, "targetPort": "http"}],
         },

@@ -36,6 +36,10 @@ class Observed:
     #: ``kind://host:port/database`` read from the raw spec, for the SOURCE column even when
     #: the spec as a whole is invalid
     raw_source: str = ""
+    #: the Ready condition and STATE written before: a cause the pod reported is kept while
+    #: the pod cannot be asked
+    previous_ready: Condition | None = None
+    previous_state: str = ""
 
 
 @dataclass(frozen=True)
@@ -147,12 +151,28 @@ def _compute_summary(observed: Observed) -> ConnectorStatus:
         )
         return ConnectorStatus(conditions, {**fields, "state": "Updating"})
     if observed.capture is None:
-        message = f"capture pod not reachable yet: {observed.capture_error}".strip()
-        conditions = summary(
-            ready=False, reason="RuntimeNotReady", message=message, reconciling=True
-        )
-        return ConnectorStatus(conditions, {**fields, "state": "Starting"})
+        return _unreachable(observed, fields)
     return _from_capture(observed.capture, fields)
+
+
+#: Ready reasons the capture pod reported that stay true while it cannot be asked again: a
+#: pod whose source or Kafka is down is NotReady, and a restarting one answers nothing.
+_KEPT_WHILE_UNREACHABLE = {"SourceUnavailable", "KafkaUnavailable"}
+_UNREACHABLE_NOTE = " (last reported; the capture pod is not reachable now: "
+
+
+def _unreachable(observed: Observed, fields: dict[str, Any]) -> ConnectorStatus:
+    """The capture pod did not answer: the cause it last reported, else starting."""
+    error = observed.capture_error
+    previous = observed.previous_ready
+    if previous is not None and previous.reason in _KEPT_WHILE_UNREACHABLE:
+        cause = previous.message.split(_UNREACHABLE_NOTE)[0]
+        message = f"{cause}{_UNREACHABLE_NOTE}{error})"
+        conditions = summary(ready=False, reason=previous.reason, message=message, reconciling=True)
+        return ConnectorStatus(conditions, {**fields, "state": observed.previous_state})
+    message = f"capture pod not reachable yet: {error}".strip()
+    conditions = summary(ready=False, reason="RuntimeNotReady", message=message, reconciling=True)
+    return ConnectorStatus(conditions, {**fields, "state": "Starting"})
 
 
 def raw_source(spec: dict[str, Any]) -> str:

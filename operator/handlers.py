@@ -267,7 +267,22 @@ def _apply_connector(
     try:
         return replace(observed, capture=capture_client.status(base))
     except capture_client.CaptureUnreachableError as error:
-        return replace(observed, capture_error=str(error))
+        status = body.get("status") or {}
+        return replace(
+            observed,
+            capture_error=str(error),
+            previous_ready=_condition(find(status.get("conditions"), "Ready")),
+            previous_state=str(status.get("state") or ""),
+        )
+
+
+def _condition(found: Mapping[str, Any] | None) -> Condition | None:
+    """A condition read back from the stored status."""
+    if found is None:
+        return None
+    ready = found.get("status") == "True"
+    reason, message = str(found.get("reason") or ""), str(found.get("message") or "")
+    return Condition("Ready", "True" if ready else "False", reason, message)
 
 
 def _reset_offsets(kube: Kube, resource: CdcConnector, body: kopf.Body, update: Update) -> None:

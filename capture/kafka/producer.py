@@ -14,6 +14,7 @@ import logging
 import re
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -78,9 +79,31 @@ HeaderPair = tuple[str, str | bytes | None]
 UNASSIGNED = -1
 #: Records produced between two polls for callbacks.
 POLL_EVERY = 256
+#: How long records may wait with no acknowledgement at all before Kafka counts as
+#: unavailable: a broker that is frozen (SIGSTOP, a stuck disk) keeps its connections up, and
+#: librdkafka would only time the records out after message.timeout.ms (five minutes).
+STALL_S = 15.0
 #: A topic lookup's wait for an unreachable Kafka: short, so a stop is never held up long (the
 #: engine retries the lookup with its backoff).
 LOOKUP_TIMEOUT_S = 5.0
+
+
+@dataclass
+class DeliveryWatch:
+    """How long Kafka has acknowledged nothing while records wait, from the producer's
+    statistics (records waiting) and the count of records produced."""
+
+    acknowledged: int = 0
+    progress_at: float = 0.0
+
+    def stalled_for(self, *, produced: int, waiting: int, now: float) -> float:
+        """Seconds without any acknowledgement while records wait (0 when none wait or some
+        were acknowledged since the last look)."""
+        acknowledged = produced - waiting
+        if waiting <= 0 or acknowledged > self.acknowledged or not self.progress_at:
+            self.acknowledged, self.progress_at = acknowledged, now
+            return 0.0
+        return now - self.progress_at
 
 
 class KafkaSink:
@@ -127,6 +150,8 @@ class KafkaSink:
         self._partition_of: dict[str, int] = {}
         self._errors: list[KafkaError] = []
         self._unpolled = 0
+        self._produced = 0
+        self._deliveries = DeliveryWatch()
         self._last_headers: tuple[tuple[str, bytes], ...] = ()
         self._headers_list: list[HeaderPair] = []
 
@@ -140,10 +165,22 @@ class KafkaSink:
             self._on_reachability(f"Kafka unreachable: {error.str()}")
 
     def _on_statistics(self, document: str) -> None:
-        """Every STATISTICS_INTERVAL_MS: Kafka is reachable when any real broker is UP."""
+        """Every STATISTICS_INTERVAL_MS: Kafka is reachable when any real broker is UP and
+        records waiting are being acknowledged."""
         if self._on_reachability is None:
             return
-        brokers = orjson.loads(document).get("brokers") or {}
+        statistics = orjson.loads(document)
+        waiting = int(statistics.get("msg_cnt") or 0)
+        stalled = self._deliveries.stalled_for(
+            produced=self._produced, waiting=waiting, now=time.monotonic()
+        )
+        if stalled >= STALL_S:
+            self._on_reachability(
+                f"Kafka has acknowledged none of the {waiting} records waiting for "
+                f"{stalled:.0f}s: a broker is not answering"
+            )
+            return
+        brokers = statistics.get("brokers") or {}
         states = [b.get("state") for b in brokers.values() if int(b.get("nodeid", -1)) >= 0]
         if "UP" in states:
             self._on_reachability("")
@@ -176,6 +213,7 @@ class KafkaSink:
                 self._producer.poll(0.05)
         # Serving callbacks (errors, statistics) costs a call into librdkafka: once per batch
         # of records is enough; flush() serves them too.
+        self._produced += 1
         self._unpolled += 1
         if self._unpolled >= POLL_EVERY:
             self._unpolled = 0

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import logging
+import time
 
 import orjson
+import pytest
 
-from cdcflow.capture.kafka.producer import KafkaSink, RepeatLimiter
+from cdcflow.capture.kafka.producer import STALL_S, DeliveryWatch, KafkaSink, RepeatLimiter
 from cdcflow.capture.stats import Stats
 
 
-def _statistics(*states: str) -> str:
+def _statistics(*states: str, waiting: int = 0) -> str:
     brokers = {f"b{i}:9092/{i}": {"state": state, "nodeid": i} for i, state in enumerate(states)}
     brokers["b:9092/bootstrap"] = {"state": "INIT", "nodeid": -1}
-    return orjson.dumps({"brokers": brokers}).decode()
+    return orjson.dumps({"brokers": brokers, "msg_cnt": waiting}).decode()
 
 
 def test_broker_statistics_drive_readiness_and_status() -> None:
@@ -42,3 +44,44 @@ def test_repeated_client_errors_are_logged_once_a_minute() -> None:
     again = record("FAIL 127.0.0.1:9092/1: Connect failed (after 3ms in state CONNECT)")
     other = record("FAIL 127.0.0.1:9092/1: SSL handshake failed")
     assert [limiter.filter(r) for r in (first, again, other)] == [True, False, True]
+
+
+def test_records_waiting_unacknowledged_make_a_broker_that_is_up_unavailable() -> None:
+    watch = DeliveryWatch()
+    # under load: records always wait, but some are acknowledged between two looks
+    assert watch.stalled_for(produced=1000, waiting=800, now=100.0) == 0.0
+    assert watch.stalled_for(produced=2000, waiting=800, now=105.0) == 0.0
+    # a frozen broker: its connection is up, nothing is acknowledged any more
+    assert watch.stalled_for(produced=2500, waiting=1300, now=110.0) == 5.0
+    assert watch.stalled_for(produced=2600, waiting=1400, now=125.0) == 20.0
+    # acknowledgements again, or nothing waiting: not stalled
+    assert watch.stalled_for(produced=2600, waiting=10, now=130.0) == 0.0
+    assert watch.stalled_for(produced=2600, waiting=0, now=200.0) == 0.0
+
+
+def test_a_stalled_producer_is_reported_though_its_brokers_are_up(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    stats = Stats(connector="orders", server="shop", phase="streaming", connected=True)
+    sink = KafkaSink(bootstrap_servers="127.0.0.1:1", on_reachability=stats.sink_reachability)
+    clock = iter([100.0, 100.0 + STALL_S + 1, 200.0])
+    monkeypatch.setattr("cdcflow.capture.kafka.producer.time.monotonic", lambda: next(clock))
+    sink._produced = 50
+    sink._on_statistics(_statistics("UP", waiting=50))
+    sink._on_statistics(_statistics("UP", waiting=50))
+    assert not stats.ready
+    assert "acknowledged none of the 50 records waiting for 16s" in stats.sink_error
+    sink._on_statistics(_statistics("UP", waiting=0))
+    assert stats.ready
+
+
+def test_lag_is_how_far_behind_the_source_the_connector_is_now() -> None:
+    stats = Stats(connector="orders", server="shop", phase="streaming", connected=True)
+    assert stats.status()["streaming"]["millisecondsBehindSource"] == 0  # nothing read yet
+    now_ms = time.time_ns() // 1_000_000
+    stats.saw_event(now_ms - 20_000)  # an event committed 20 s ago, read just now
+    behind = stats.status()["streaming"]["millisecondsBehindSource"]
+    assert 20_000 <= behind < 25_000
+    stats.caught_up()  # then the source had nothing more: idle and healthy is not behind
+    assert stats.status()["streaming"]["millisecondsBehindSource"] == 0
+    assert stats.status()["streaming"]["lastEventMillisecondsBehindSource"] >= 20_000

@@ -195,6 +195,39 @@ def test_one_earlier_oom_kill_of_a_container_that_runs_again_is_not_stalled(
     assert "OOMKilled (exit code 137)" in conditions["Ready"][2]
 
 
+def test_a_pod_that_cannot_be_asked_keeps_the_cause_it_last_reported(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def unreachable(base: str) -> dict[str, Any]:
+        raise handlers.capture_client.CaptureUnreachableError("No address associated")
+
+    monkeypatch.setattr(handlers.capture_client, "status", unreachable)
+    down = "capture cannot reach the source and retries: connection refused"
+    status = {
+        "state": "Streaming",
+        "conditions": [
+            {
+                "type": "Ready",
+                "status": "False",
+                "reason": "SourceUnavailable",
+                "message": down,
+                "lastTransitionTime": "2026-01-01T00:00:00Z",
+            }
+        ],
+    }
+    running = _pod({"running": {"startedAt": "2026-01-01T00:00:00Z"}}, restarts=0)
+    kube = FakeKube({("Pod", "orders-capture-0"): running})
+    body = _body("CdcConnector", "orders", CONNECTOR_SPEC, status=status)
+    for _ in range(2):  # and again: the note is not repeated
+        update = handlers._connector_update(kube, body)
+        body = _body("CdcConnector", "orders", CONNECTOR_SPEC, status=update.status)
+
+    ready = _conditions(update.status)["Ready"]
+    assert ready[:2] == ("False", "SourceUnavailable")
+    assert ready[2].startswith(down) and ready[2].count("not reachable now") == 1
+    assert update.status["state"] == "Streaming"
+
+
 def test_a_streaming_connector_after_an_oom_kill_is_ready_and_mentions_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
