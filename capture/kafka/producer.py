@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -83,6 +84,8 @@ POLL_EVERY = 256
 #: unavailable: a broker that is frozen (SIGSTOP, a stuck disk) keeps its connections up, and
 #: librdkafka would only time the records out after message.timeout.ms (five minutes).
 STALL_S = 15.0
+#: The callback thread's wait for librdkafka events (also how long a close waits for it).
+SERVE_WAIT_S = 0.5
 #: A topic lookup's wait for an unreachable Kafka: short, so a stop is never held up long (the
 #: engine retries the lookup with its backoff).
 LOOKUP_TIMEOUT_S = 5.0
@@ -152,8 +155,17 @@ class KafkaSink:
         self._unpolled = 0
         self._produced = 0
         self._deliveries = DeliveryWatch()
+        # Callbacks (statistics, client errors) are served by writes and flushes, and by this
+        # thread while none come: an idle connector must still see Kafka come back, or go.
+        self._closing = threading.Event()
+        self._server = threading.Thread(target=self._serve, name="kafka-callbacks", daemon=True)
         self._last_headers: tuple[tuple[str, bytes], ...] = ()
         self._headers_list: list[HeaderPair] = []
+        self._server.start()
+
+    def _serve(self) -> None:
+        while not self._closing.is_set():
+            self._producer.poll(SERVE_WAIT_S)
 
     def _on_delivery(self, error: KafkaError | None, _message: object) -> None:
         if error is not None:
@@ -286,6 +298,8 @@ class KafkaSink:
         Nothing depends on this flush: every committed offset was preceded by a full flush,
         so records dropped here are replayed on the next start.
         """
+        self._closing.set()
+        self._server.join(SERVE_WAIT_S * 2)
         self._producer.purge(in_queue=True, in_flight=False)
         self._producer.flush(CLOSE_TIMEOUT_S)
         self._producer.close()

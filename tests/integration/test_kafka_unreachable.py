@@ -1,5 +1,6 @@
 """Kafka out of reach: the engine says so in readiness and status, never floods its log, and
-delivers everything once Kafka is back — with the real librdkafka and a real broker.
+delivers everything once Kafka is back — with the real librdkafka and a real broker (also one
+that is frozen with its connections up).
 
 The connector's bootstrap address is a loopback port where, at first, nothing listens; later a
 plain TCP forwarder to the session's broker opens there (Kafka's metadata then points the
@@ -8,6 +9,8 @@ client at the broker itself), as when a broker or a route comes back."""
 from __future__ import annotations
 
 import logging
+import os
+import signal
 import socket
 import socketserver
 import threading
@@ -101,3 +104,34 @@ def test_an_unreachable_kafka_is_reported_until_it_is_back_and_then_everything_a
     assert len(noise) < 8, noise
     assert [e.key["payload"]["id"] for e in events] == [1, 2]
     assert not running.errors
+
+
+def test_a_frozen_broker_is_reported_within_seconds_and_loses_nothing(
+    capture: CaptureHarness,
+) -> None:
+    """A broker that stops answering keeps its connections up (SIGSTOP, a stuck disk): only
+    records that wait unacknowledged can tell."""
+    table = capture.table("frozen")
+    capture.sql(f"CREATE TABLE {table} (id int PRIMARY KEY)", f"INSERT INTO {table} VALUES (0)")
+    running = capture.start(capture.resource([table]))
+    stats = running.engine.stats
+    capture.wait_for_events(f"public.{table}", lambda ev: len(ev) >= 1)
+    broker = capture.kafka.pid
+    os.kill(broker, signal.SIGSTOP)
+    try:
+        frozen_at = time.monotonic()
+        capture.sql(f"INSERT INTO {table} SELECT g FROM generate_series(1, 100) g")
+        _wait(lambda: not stats.ready, "a frozen broker still looked healthy", timeout=45)
+        detected_s = time.monotonic() - frozen_at
+        kafka = stats.status()["kafka"]
+    finally:
+        os.kill(broker, signal.SIGCONT)
+    try:
+        events = capture.wait_for_events(f"public.{table}", lambda ev: len(ev) >= 101)
+        _wait(lambda: stats.ready, "never ready again after the broker thawed", 90)
+    finally:
+        running.stop()
+
+    assert "acknowledged none of the" in kafka["lastError"], kafka
+    assert detected_s < 30  # librdkafka alone would wait for message.timeout.ms (5 minutes)
+    assert {e.key["payload"]["id"] for e in events} == set(range(101))
