@@ -496,6 +496,9 @@ def _observe_sink(kube: Kube, body: kopf.Body) -> sink_status.Observed:
     apply_child(kube, sink_children.config_map(sink, uid=uid))
     if sink.spec.state == "suspended":
         kube.delete(SPARK_API, "SparkApplication", namespace, sink_children.app_name(sink))
+        # the Spark operator leaves the driver running (and a resume then fails on the pod
+        # that still exists); the executors are the driver's children and go with it
+        kube.delete("v1", "Pod", namespace, sink_children.driver_pod_name(sink))
         return sink_status.Observed(suspended=True)
     application = apply_child(kube, sink_children.spark_application(sink, uid=uid))
     return sink_status.Observed(application=application)

@@ -29,6 +29,11 @@ def app_name(sink: CdcSink) -> str:
     return f"{sink.metadata.name}-sink"
 
 
+def driver_pod_name(sink: CdcSink) -> str:
+    """The driver pod's name (the executors are its children): what a suspend deletes."""
+    return f"{app_name(sink)}-driver"
+
+
 def resolved(sink: CdcSink, connector: CdcConnector | None) -> CdcSink:
     """The sink with the connector's topic prefix and bootstrap servers filled in."""
     document = sink.model_dump(by_alias=True, exclude_none=True, mode="json")
@@ -78,7 +83,9 @@ def spark_application(sink: CdcSink, *, uid: str) -> JSON:
     The job's YAML is mounted from the ConfigMap through the driver's pod template, which
     spark-submit itself applies, so no mutating webhook of the Spark operator is needed.
     A suspended sink has no SparkApplication (v1beta2 has no ``suspend``): the operator deletes
-    it and the checkpoint keeps the position for resuming.
+    it and its driver pod (the Spark operator leaves that pod running), and the checkpoint keeps
+    the position for resuming. The driver pod is owned by the CdcSink (through its pod
+    template), so deleting the CdcSink stops the driver, and with it the executors it owns.
     """
     spark = sink.spec.spark
     config_hash = hashlib.sha256(job_config(sink).encode()).hexdigest()[:16]
@@ -107,8 +114,9 @@ def spark_application(sink: CdcSink, *, uid: str) -> JSON:
                 "cores": spark.driver.cores,
                 "memory": spark.driver.memory,
                 "serviceAccount": spark.service_account,
+                "podName": driver_pod_name(sink),
                 "annotations": pod_annotations,
-                "template": _config_template(sink, DRIVER_CONTAINER),
+                "template": _config_template(sink, DRIVER_CONTAINER, uid=uid),
             },
             "executor": {
                 "instances": spark.executor.instances,
@@ -120,9 +128,15 @@ def spark_application(sink: CdcSink, *, uid: str) -> JSON:
     }
 
 
-def _config_template(sink: CdcSink, container: str) -> JSON:
-    """A pod template mounting the job's ConfigMap at ``CONFIG_DIR`` in ``container``."""
+def _config_template(sink: CdcSink, container: str, *, uid: str) -> JSON:
+    """A pod template mounting the job's ConfigMap at ``CONFIG_DIR`` in ``container``, the pod
+    owned by the CdcSink (spark-submit keeps the template's metadata)."""
+    owner = owner_reference(kind="CdcSink", name=sink.metadata.name, uid=uid)
+    # not blocking the owner's deletion: that would need spark-submit (the Spark operator's
+    # account) to hold rights on CdcSinks
+    owned = {**owner, "controller": False, "blockOwnerDeletion": False}
     return {
+        "metadata": {"ownerReferences": [owned]},
         "spec": {
             "containers": [
                 {
@@ -131,5 +145,5 @@ def _config_template(sink: CdcSink, container: str) -> JSON:
                 }
             ],
             "volumes": [{"name": "config", "configMap": {"name": f"{app_name(sink)}-config"}}],
-        }
+        },
     }

@@ -414,6 +414,27 @@ def test_a_wrong_password_is_a_readable_condition_and_the_fixed_secret_rolls_the
     assert cluster.pod(pod_name)["metadata"]["uid"] != broken_uid
 
 
+def test_a_broken_source_stays_the_reason_while_the_capture_pod_is_not_ready(
+    cluster: Cluster, source: Source
+) -> None:
+    _start(cluster, source)
+    # the publication dropped under a running connector: the engine retries, never recovers
+    source.sql(f"DROP PUBLICATION {source.name}", f"INSERT INTO {source.table} VALUES (1, 'x')")
+    cluster.wait_for_reason(f"cdcc/{source.name}", "Ready", "SourceUnavailable")
+    pod_name = f"{source.name}-capture-0"
+    _eventually(
+        lambda: not cluster.pod(pod_name)["status"]["containerStatuses"][0]["ready"],
+        what="the capture pod NotReady (its /readyz fails while the source is down)",
+    )
+    deadline = time.monotonic() + 30  # DNS used to drop the NotReady pod within ~15 s
+    while time.monotonic() < deadline:
+        ready = cluster.condition(f"cdcc/{source.name}", "Ready")
+        assert ready.get("reason") == "SourceUnavailable", cluster.diagnostics()
+        assert "not reachable" not in ready["message"], ready  # read live, through the Service
+        time.sleep(3)
+    assert verdicts(cluster.get(f"cdcc/{source.name}"))[0] == "InProgress"
+
+
 def test_auto_restart_bounds_the_kubelets_restarts(cluster: Cluster, source: Source) -> None:
     cluster.apply(source.secret(password="wrong"), source.connector(autoRestart={"maxRestarts": 1}))
     halted = cluster.wait_for_reason(f"cdcc/{source.name}", "Ready", "RestartLimitReached")
@@ -520,7 +541,7 @@ def _lake_volume(folder: Path) -> dict[str, str]:
 
 
 @pytest.mark.timeout(900)
-def test_a_cdc_sink_runs_on_spark_and_its_delta_table_equals_the_source(
+def test_a_cdc_sink_runs_on_spark_equals_the_source_and_suspends_and_deletes_for_real(
     cluster: Cluster,
     source: Source,
     spark_operator_deployed: KubeNode,
@@ -544,27 +565,53 @@ def test_a_cdc_sink_runs_on_spark_and_its_delta_table_equals_the_source(
             cluster.namespace, service_account="spark-operator-spark"
         )
     )
-    sink = {
-        "apiVersion": "cdcflow.io/v1alpha1",
-        "kind": "CdcSink",
-        "metadata": {"name": "lake"},
-        "spec": {
-            "connectorRef": {"name": source.name},
-            "target": {"format": "delta", "path": "/lake/tables"},
-            "trigger": {"availableNow": True},
-            "spark": {**SMALL_SPARK, "conf": _lake_volume(lake)},
-        },
-    }
-    cluster.apply(sink)
-    completed = cluster.wait_for_reason(
-        "cdcsink/lake", "Ready", "ApplicationCompleted", timeout=SPARK_WAIT_S
-    )
-    assert completed["status"] == "True"
-    assert verdicts(cluster.get("cdcsink/lake")) == ("Current", "Healthy")
 
-    table = spark.read.format("delta").load(str(lake / "tables" / f"public_{source.table}"))
-    lake_rows = sorted((row["id"], row["note"]) for row in table.select("id", "note").collect())
-    assert lake_rows == source.query(f"SELECT id, note FROM {source.table} ORDER BY id")
+    def sink(**spec: Any) -> dict[str, Any]:
+        return {
+            "apiVersion": "cdcflow.io/v1alpha1",
+            "kind": "CdcSink",
+            "metadata": {"name": "lake"},
+            "spec": {
+                "connectorRef": {"name": source.name},
+                "target": {"format": "delta", "path": "/lake/tables"},
+                "spark": {**SMALL_SPARK, "conf": _lake_volume(lake)},
+                **spec,
+            },
+        }
+
+    cluster.apply(sink())  # continuous: runs until suspended or deleted
+    running = cluster.wait_for_reason(
+        "cdcsink/lake", "Ready", "ApplicationRunning", timeout=SPARK_WAIT_S
+    )
+    assert running["status"] == "True"
+    assert verdicts(cluster.get("cdcsink/lake")) == ("Current", "Healthy")
+    expected = source.query(f"SELECT id, note FROM {source.table} ORDER BY id")
+    table_path = str(lake / "tables" / f"public_{source.table}")
+
+    def lake_rows() -> list[tuple[int, str]] | None:
+        from pyspark.errors import AnalysisException
+
+        try:
+            table = spark.read.format("delta").load(table_path)
+        except AnalysisException:  # not written yet (no _delta_log)
+            return None
+        return sorted((row["id"], row["note"]) for row in table.select("id", "note").collect())
+
+    _eventually(lambda: lake_rows() == expected, timeout=SPARK_WAIT_S, what="Delta = source")
+
+    cluster.apply(sink(state="suspended"))  # suspended means stopped: no Spark pod left
+    cluster.wait_for_reason("cdcsink/lake", "Ready", "Suspended")
+    _eventually(lambda: not _spark_pods(cluster, "lake-sink"), what="the Spark pods gone")
+    cluster.apply(sink())  # resuming starts it again (the old driver is not in the way)
+    cluster.wait_for_reason("cdcsink/lake", "Ready", "ApplicationRunning", timeout=SPARK_WAIT_S)
+    cluster.run("delete", "cdcsink/lake", "--wait=true", "--timeout=60s")
+    _eventually(lambda: not _spark_pods(cluster, "lake-sink"), what="no orphaned Spark pod")
+
+
+def _spark_pods(cluster: Cluster, app: str) -> list[str]:
+    """The Spark driver and executor pods of SparkApplication ``app`` (named after it)."""
+    names = cluster.run("get", "pods", "-o", "name").split()
+    return [name for name in names if name.removeprefix("pod/").startswith(app)]
 
 
 # -- HA: the example overlay's two replicas with kopf peering -------------------------------

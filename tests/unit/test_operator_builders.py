@@ -389,6 +389,10 @@ def test_the_spark_application_needs_no_webhook_and_names_the_driver_account() -
     container = template["containers"][0]
     assert container["name"] == "spark-kubernetes-driver"
     assert container["volumeMounts"][0]["mountPath"] == "/etc/cdcflow"
+    # deleting the CdcSink deletes the driver (and the executors it owns) by garbage collection
+    (owner,) = spec["driver"]["template"]["metadata"]["ownerReferences"]
+    assert (owner["kind"], owner["name"], owner["uid"]) == ("CdcSink", "lake", UID)
+    assert spec["driver"]["podName"] == "lake-sink-driver"
 
 
 @pytest.mark.parametrize(

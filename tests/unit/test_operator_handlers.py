@@ -146,6 +146,22 @@ def test_an_admission_webhook_refusing_the_spark_application_gives_child_rejecte
     assert [m["kind"] for m in kube.applied] == ["ConfigMap"]
 
 
+def test_a_suspended_sink_deletes_its_application_and_the_driver_the_spark_operator_leaves() -> (
+    None
+):
+    connector = _body("CdcConnector", "orders", CONNECTOR_SPEC)
+    kube = FakeKube({("CdcConnector", "orders"): dict(connector)})
+    spec = {
+        "connectorRef": {"name": "orders"},
+        "target": {"format": "delta", "path": "s3a://lake/orders"},
+        "state": "suspended",
+    }
+    update = handlers._sink_update(kube, _body("CdcSink", "lake", spec))
+
+    assert kube.deleted == [("SparkApplication", "lake-sink"), ("Pod", "lake-sink-driver")]
+    assert _conditions(update.status)["Ready"][1] == "Suspended"
+
+
 @pytest.mark.parametrize("status", [409, 429, 500])
 def test_a_conflict_throttling_or_server_error_is_retried_not_reported(status: int) -> None:
     kube = FakeKube(StatefulSet=_refusal(status, "X", "try again"))
