@@ -702,8 +702,11 @@ def _reject_unknown(values: Mapping[str, Any], model: type[EngineProperties]) ->
 
 
 def explain(error: ValidationError) -> str:
+    """Every mistake pydantic found, each with where it is, in the user's words (without
+    pydantic's ``Value error,`` prefix on the messages our validators raise)."""
     lines = []
     for problem in error.errors():
         where = ".".join(str(part) for part in problem["loc"]) or "config"
-        lines.append(f"{where}: {problem['msg']}")
+        message = str(problem["msg"]).removeprefix("Value error, ")
+        lines.append(f"{where}: {message}")
     return "invalid configuration: " + "; ".join(lines)

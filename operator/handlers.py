@@ -353,9 +353,9 @@ def _deletion_step(kube: Kube, body: kopf.Body) -> None:
         )  # fmt: skip
         return
     if not done:
-        message = (
-            f"{message}; gave up after {CLEANUP_TIMEOUT_S:.0f}s. Drop the replication slot and "
-            "publication by hand if the database still exists."
+        objects = _server_objects(resource) if resource is not None else ""
+        message = f"{message}; gave up after {CLEANUP_TIMEOUT_S:.0f}s." + (
+            f" Drop the {objects} by hand if the database still exists." if objects else ""
         )
     kube.post_event(
         dict(body),
@@ -387,11 +387,23 @@ def _cleanup(kube: Kube, resource: CdcConnector, uid: str) -> tuple[bool, str]:
         apply_child(kube, job)
         return False, f"cleanup Job {name} started"
     status = current.get("status") or {}
+    objects = _server_objects(resource)
     if status.get("succeeded"):
-        return True, f"replication slot and publication dropped by Job {name}"
+        return True, f"{objects} dropped by Job {name}" if objects else f"Job {name} succeeded"
     if status.get("failed") and (status.get("failed") or 0) > job["spec"]["backoffLimit"]:
-        return False, f"cleanup Job {name} failed"
+        causes = [restarts.last_termination(p) for p in kube.pods(namespace, f"job-name={name}")]
+        cause = next((c for c in reversed(causes) if c), "see its pods' logs")
+        return False, f"cleanup Job {name} failed: {cause}"
     return False, f"waiting for cleanup Job {name}"
+
+
+def _server_objects(resource: CdcConnector) -> str:
+    """What cleanup drops on the server, by name ("" when the connector leaves nothing)."""
+    properties = resource.properties()
+    slot, publication = (getattr(properties, n, None) for n in ("slot_name", "publication_name"))
+    if slot is None:
+        return ""
+    return f"replication slot {slot} and publication {publication}"
 
 
 # -- CdcSnapshotSignal ---------------------------------------------------------------------

@@ -127,6 +127,11 @@ class Kube:
         except NotFoundError:
             return
 
+    def pods(self, namespace: str, selector: str) -> list[JSON]:
+        """The pods of ``namespace`` matching the label ``selector``."""
+        found = self._core.list_namespaced_pod(namespace, label_selector=selector)
+        return [dict(self._core.api_client.sanitize_for_serialization(p)) for p in found.items]
+
     def patch_metadata(
         self, api_version: str, kind: str, namespace: str, name: str, patch: JSON
     ) -> None:

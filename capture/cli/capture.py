@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import signal
 import sys
@@ -15,6 +16,19 @@ from cdcflow.capture.cli import progress
 from cdcflow.capture.config import ConfigError
 from cdcflow.capture.connector_resource import load_connector
 from cdcflow.capture.errors import CaptureError
+
+TERMINATION_LOG = Path("/dev/termination-log")
+"""Where Kubernetes reads a container's termination message (``terminationMessagePath``)."""
+
+
+def failed(message: str) -> click.ClickException:
+    """The error that ends the run. In a pod it is also the container's termination message,
+    so the operator shows it rather than the log's tail (``FallbackToLogsOnError``), which
+    would start with the start-up banner."""
+    if TERMINATION_LOG.exists():
+        with contextlib.suppress(OSError):
+            TERMINATION_LOG.write_text(message[:4096])
+    return click.ClickException(message)
 
 
 @click.command()
@@ -79,10 +93,8 @@ def capture(
             sink="stdout" if sink == "stdout" else "kafka",
             offsets_path=offsets_file,
         )
-    except ConfigError as error:
-        raise click.ClickException(str(error)) from None
-    except CaptureError as error:
-        raise click.ClickException(str(error)) from None
+    except (ConfigError, CaptureError) as error:
+        raise failed(str(error)) from None
     _stop_on_signals(engine.stop)
     server = (
         StatusServer(engine.stats, port=status_port, send_signal=engine.send_signal)
@@ -95,7 +107,7 @@ def capture(
     except CaptureError as error:
         engine.stats.phase = "failed"
         engine.stats.last_error = str(error)
-        raise click.ClickException(str(error)) from None
+        raise failed(str(error)) from None
     finally:
         reporter.join(timeout=2)
         if server is not None:

@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from cdcflow.capture.capabilities import Cleanup
+from cdcflow.capture.cli.capture import failed
 from cdcflow.capture.config import ConfigError
 from cdcflow.capture.connector_resource import load_connector
 from cdcflow.capture.errors import CaptureError
@@ -39,5 +40,5 @@ def cleanup(path: Path, credentials_file: Path | None) -> None:
         )
         dropped = engine.connector.cleanup() if isinstance(engine.connector, Cleanup) else []
     except (ConfigError, CaptureError) as error:
-        raise click.ClickException(str(error)) from None
+        raise failed(str(error)) from None
     click.echo(f"dropped {', '.join(dropped)}" if dropped else "nothing to drop")

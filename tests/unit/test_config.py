@@ -220,3 +220,12 @@ def test_table_names_parse_alike_for_every_connector() -> None:
     assert TableId.parse("TESTDB.DB2INST1.ORDERS") == TableId("DB2INST1", "ORDERS")  # Db2
     with pytest.raises(ConfigError, match=r"signal.data.collection.*write schema.table"):
         parse_properties({"topic.prefix": "shop", "signal.data.collection": "signals"})
+
+
+def test_validator_messages_reach_the_user_without_pydantics_prefix() -> None:
+    with pytest.raises(ConfigError) as raised:
+        parse_properties(
+            {"topic.prefix": "s", "table.include.list": "a\\.b", "table.exclude.list": "a\\.c"}
+        )
+    assert "are mutually exclusive" in str(raised.value)
+    assert "Value error" not in str(raised.value)

@@ -62,6 +62,9 @@ class FakeKube:
     def has_kind(self, api_version: str, kind: str) -> bool:
         return True
 
+    def pods(self, namespace: str, selector: str) -> list[Any]:
+        return [p for (kind, _), p in self.objects.items() if kind == f"Pod {selector}"]
+
     def secrets_hash(self, namespace: str, names: list[str]) -> tuple[str, list[str]]:
         return "h1", []
 
@@ -160,6 +163,37 @@ def test_a_suspended_sink_deletes_its_application_and_the_driver_the_spark_opera
 
     assert kube.deleted == [("SparkApplication", "lake-sink"), ("Pod", "lake-sink-driver")]
     assert _conditions(update.status)["Ready"][1] == "Suspended"
+
+
+def test_a_failed_cleanup_names_what_to_drop_by_hand_and_why_the_job_failed() -> None:
+    refused = "connection to server at pg.db.svc failed: Connection refused"
+    job_pod = {
+        "status": {
+            "containerStatuses": [
+                {
+                    "name": "capture",
+                    "state": {"terminated": {"exitCode": 1, "reason": "Error", "message": refused}},
+                }
+            ]
+        }
+    }
+    failed_job = {"status": {"failed": 4}}
+    kube = FakeKube(
+        {
+            ("Job", "orders-capture-cleanup"): failed_job,
+            ("Pod job-name=orders-capture-cleanup", "p1"): job_pod,
+        }
+    )
+    deleted = {"deletionTimestamp": "2020-01-01T00:00:00Z", "finalizers": [handlers.FINALIZER]}
+    body = _body("CdcConnector", "orders", {**CONNECTOR_SPEC, "cleanupPolicy": "Delete"},
+                 metadata=deleted)  # fmt: skip
+
+    handlers._deletion_step(kube, body)  # long past the cleanup timeout: gives up
+
+    (event,) = kube.events
+    assert event["reason"] == "CleanupFailed"
+    assert refused in event["message"]
+    assert "replication slot orders and publication orders_publication" in event["message"]
 
 
 @pytest.mark.parametrize("status", [409, 429, 500])
