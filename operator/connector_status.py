@@ -124,9 +124,11 @@ def _compute_summary(observed: Observed) -> ConnectorStatus:
         )
         return ConnectorStatus(conditions, {**fields, "state": "Rejected"})
     if observed.halted and resource.spec.state == "running":
+        last = f"; last exit: {observed.termination}" if observed.termination else ""
         message = (
             f"the capture container restarted {observed.restarts} times, more than "
-            "spec.autoRestart allows; raise spec.restartRequest to run it again"
+            f"spec.autoRestart allows{last}. Fix the cause, then raise spec.restartRequest to "
+            "run it again"
         )
         conditions = summary(
             ready=False, reason="RestartLimitReached", message=message, stalled=True
@@ -196,7 +198,9 @@ def _from_capture(capture: dict[str, Any], fields: dict[str, Any]) -> ConnectorS
     detail = {
         **fields,
         "state": phase.capitalize(),
-        "snapshot": _snapshot_text(snapshot),
+        # streaming means the snapshot is behind it, taken by this run of the pod or an
+        # earlier one (a restarted pod reports no snapshot of its own)
+        "snapshot": "Completed" if phase == "streaming" else _snapshot_text(snapshot),
         "lag": f"{int(streaming.get('millisecondsBehindSource') or 0)}ms",
         "topics": sorted(capture.get("topics") or []),
         "capture": {

@@ -238,6 +238,7 @@ def _apply_connector(
         resource,
         restart_count=restarts.container_restarts(pod),
         previous=dict((body.get("status") or {}).get("autoRestart") or {}),
+        last_exit=restarts.last_termination(pod),
     )
     update.status["autoRestart"] = restart.to_status()
     manifests = children.all_children(
@@ -245,7 +246,9 @@ def _apply_connector(
     )
     applied = {manifest["kind"]: apply_child(kube, manifest) for manifest in manifests}
     if restart.halted:
-        return connector_status.Observed(resource=resource, restarts=restart.count, halted=True)
+        return connector_status.Observed(
+            resource=resource, restarts=restart.count, halted=True, termination=restart.last_exit
+        )
     update.status["secretHash"] = secret_hash
     update.status["lastRestartRequest"] = resource.spec.restart_request
     _reset_offsets(kube, resource, body, update)

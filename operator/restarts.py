@@ -23,6 +23,8 @@ class RestartState:
     count: int
     baseline: int
     halted_at: int | None
+    last_exit: str = ""
+    """Why the container last failed (kept while halted: its pod is gone then)."""
 
     @property
     def halted(self) -> bool:
@@ -33,22 +35,29 @@ class RestartState:
             "count": self.count,
             "baseline": self.baseline,
             "haltedAtRestartRequest": self.halted_at,
+            "lastExit": self.last_exit,
         }
 
 
 def evaluate(
-    resource: CdcConnector, *, restart_count: int, previous: dict[str, Any]
+    resource: CdcConnector, *, restart_count: int, previous: dict[str, Any], last_exit: str = ""
 ) -> RestartState:
-    """The restart state after observing the container's ``restart_count``."""
+    """The restart state after observing the container's ``restart_count`` and its
+    ``last_exit``. While halted the pod is gone (no count, no exit to read): what was
+    recorded when it halted stays, also across operator restarts."""
     request = resource.spec.restart_request
     baseline = int(previous.get("baseline") or 0)
     halted_at = previous.get("haltedAtRestartRequest")
     if halted_at is not None and request > int(halted_at):
         halted_at, baseline = None, restart_count  # the user asked to try again
     count = max(0, restart_count - baseline)
-    if halted_at is None and count > _limit(resource):
+    if halted_at is not None:
+        kept = int(previous.get("count") or 0)
+        exit_ = last_exit or str(previous.get("lastExit") or "")
+        return RestartState(max(count, kept), baseline, int(halted_at), exit_)
+    if count > _limit(resource):
         halted_at = request
-    return RestartState(count, baseline, None if halted_at is None else int(halted_at))
+    return RestartState(count, baseline, None if halted_at is None else int(halted_at), last_exit)
 
 
 def _limit(resource: CdcConnector) -> float:

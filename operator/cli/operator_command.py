@@ -12,6 +12,19 @@ PEERING_NAME = "default"
 """The ClusterKopfPeering object the replicas coordinate through (manifests' HA overlay)."""
 
 
+class RetriedRequests(logging.Filter):
+    """kopf logs every API request it will retry at ERROR, such as the API server's ``429
+    storage is (re)initializing`` while it starts: a retry is not an error yet. Those lines go
+    out as warnings (429s, which tell to come back later, as info); the attempt that gives up
+    stays an error."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno == logging.ERROR and "failed; will retry" in str(record.msg):
+            level = logging.INFO if "TooManyRequests" in str(record.msg) else logging.WARNING
+            record.levelno, record.levelname = level, logging.getLevelName(level)
+        return True
+
+
 @click.command()
 @click.option(
     "-n",
@@ -66,6 +79,8 @@ def operator(
         verbose=log_level.upper() == "DEBUG",
     )
     logging.getLogger().setLevel(log_level.upper())
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(RetriedRequests())
     if priority is None:
         priority = 0 if standalone else secrets.randbelow(PRIORITY_RANGE) + 1
         if not standalone:

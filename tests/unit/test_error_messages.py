@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import logging
 from pathlib import Path
 
 import pytest
@@ -35,3 +36,17 @@ def test_a_failed_capture_writes_its_error_as_the_pods_termination_message(
     message = termination_log.read_text()
     assert message.startswith(str(config)) and "spec.source" in message  # the error alone
     assert message in result.output
+
+
+def test_api_requests_kopf_retries_are_not_logged_as_errors() -> None:
+    from cdcflow.operator.cli.operator_command import RetriedRequests
+
+    def record(message: str) -> logging.LogRecord:
+        return logging.LogRecord("kopf.objects", logging.ERROR, "", 0, message, None, None)
+
+    busy = record("Request attempt #1/9 failed; will retry: PATCH x -> APITooManyRequestsError()")
+    retried = record("Request attempt #1/9 failed; will retry: GET x -> APIServerError()")
+    final = record("Request attempt #9/9 failed; escalating: GET x -> APIServerError()")
+    for one in (busy, retried, final):
+        assert RetriedRequests().filter(one)
+    assert [r.levelname for r in (busy, retried, final)] == ["INFO", "WARNING", "ERROR"]

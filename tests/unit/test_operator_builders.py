@@ -161,6 +161,16 @@ def test_streaming_capture_is_ready_with_detail_columns() -> None:
     assert status.fields["source"] == "postgresql://pg.db.svc:5432/shop"
 
 
+def test_a_restarted_pod_that_streams_shows_its_snapshot_completed() -> None:
+    # the pod took no snapshot of its own: an earlier one did
+    capture = {"phase": "streaming", "connected": True, "snapshot": {"completed": False}}
+    status = connector_status.compute(
+        connector_status.Observed(resource=_connector(), capture=capture)
+    )
+    assert status.fields["snapshot"] == "Completed"
+    assert _reasons(status)["SnapshotCompleted"] == ("True", "SnapshotCompleted")
+
+
 def test_snapshot_progress_shows_as_a_percentage() -> None:
     capture = {
         "phase": "snapshot",
@@ -432,8 +442,21 @@ def test_restarts_past_the_limit_halt_the_connector_until_a_restart_request() ->
 
     limited = _connector(autoRestart={"maxRestarts": 3})
     within = restarts.evaluate(limited, restart_count=3, previous={})
-    beyond = restarts.evaluate(limited, restart_count=4, previous={})
+    wrong = "Error (exit code 1): password authentication failed"
+    beyond = restarts.evaluate(limited, restart_count=4, previous={}, last_exit=wrong)
+    # halted: the pod is gone, and an operator restarted meanwhile reads only the status
     still = restarts.evaluate(limited, restart_count=0, previous=beyond.to_status())
+    assert (still.count, still.last_exit) == (4, wrong)
+    message = (
+        connector_status.compute(
+            connector_status.Observed(
+                resource=limited, restarts=still.count, halted=True, termination=still.last_exit
+            )
+        )
+        .conditions[0]
+        .message
+    )
+    assert "restarted 4 times" in message and wrong in message
     retried = restarts.evaluate(
         _connector(autoRestart={"maxRestarts": 3}, restartRequest=1),
         restart_count=0,
