@@ -67,7 +67,8 @@ def signal_id(signal: CdcSnapshotSignal) -> str:
     identity = orjson.dumps(
         [signal.metadata.namespace, signal.metadata.name, spec], option=orjson.OPT_SORT_KEYS
     )
-    return f"cdcsig-{hashlib.sha256(identity).hexdigest()[:40]}"
+    # 42 characters: the signal table's id column is VARCHAR(42) in Debezium's documented DDL
+    return f"cdcsig-{hashlib.sha256(identity).hexdigest()[:35]}"
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,33 @@
-"""Reading a topic from the beginning to its current end (for `cdcflow demo` and tooling)."""
+"""Reading a topic from the beginning to its current end (for `cdcflow demo` and tooling),
+and a partition's watermarks while its leader may still be being elected."""
 
 from __future__ import annotations
 
+import time
 import uuid
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+
+#: A partition whose leader is being elected (a topic just created, a broker restarting).
+LEADER_ELECTION = frozenset({KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE})
+ELECTION_RETRY_S = 0.5
+
+
+def watermarks(
+    consumer: Consumer, partition: TopicPartition, *, timeout: float, cached: bool = False
+) -> tuple[int, int]:
+    """The partition's low and high watermarks, asked again while its leader is being elected
+    (until ``timeout``); other errors raise at once."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            low, high = consumer.get_watermark_offsets(partition, timeout=timeout, cached=cached)
+            return int(low), int(high)
+        except KafkaException as error:
+            if error.args[0].code() not in LEADER_ELECTION or time.monotonic() >= deadline:
+                raise
+            time.sleep(ELECTION_RETRY_S)
 
 
 @dataclass(frozen=True)
@@ -32,9 +54,7 @@ def read_to_end(bootstrap_servers: str, topic: str, *, timeout: float = 30.0) ->
     try:
         metadata = consumer.list_topics(topic, timeout=timeout).topics[topic]
         ends = {
-            partition: consumer.get_watermark_offsets(
-                TopicPartition(topic, partition), timeout=timeout
-            )[1]
+            partition: watermarks(consumer, TopicPartition(topic, partition), timeout=timeout)[1]
             for partition in metadata.partitions
         }
         pending = {partition: end for partition, end in ends.items() if end > 0}

@@ -25,6 +25,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
 
 from cdcflow.capture.errors import FatalError, RetriableError, sentence
 from cdcflow.capture.history import decode, encode
+from cdcflow.capture.kafka.consumer import watermarks
 from cdcflow.capture.kafka.producer import RETRIABLE_CODES, client_log
 from cdcflow.capture.spi import SchemaChange
 
@@ -201,8 +202,8 @@ class KafkaSchemaHistory:
 
     def _watermarks(self, consumer: Consumer) -> tuple[int, int]:
         try:
-            low, high = consumer.get_watermark_offsets(
-                TopicPartition(self.topic, PARTITION), timeout=ADMIN_TIMEOUT_S, cached=False
+            low, high = watermarks(
+                consumer, TopicPartition(self.topic, PARTITION), timeout=ADMIN_TIMEOUT_S
             )
         except KafkaException as error:
             raise RetriableError(

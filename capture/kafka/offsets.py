@@ -16,6 +16,7 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from cdcflow.capture.errors import RetriableError
+from cdcflow.capture.kafka.consumer import watermarks
 from cdcflow.capture.offsets import partition_key
 from cdcflow.capture.spi import Offset
 
@@ -84,7 +85,12 @@ class KafkaOffsetStore:
             }
         )
         try:
-            _, high = consumer.get_watermark_offsets(TopicPartition(self.topic, 0), timeout=30)
+            try:
+                _, high = watermarks(consumer, TopicPartition(self.topic, 0), timeout=30)
+            except KafkaException as error:
+                raise RetriableError(
+                    f"cannot read the end of offsets topic {self.topic}: {error.args[0].str()}"
+                ) from None
             consumer.assign([TopicPartition(self.topic, 0, 0)])
             out: list[tuple[bytes | None, bytes | None]] = []
             position = 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import time
 import uuid
@@ -98,7 +99,7 @@ class Cluster:
         """What a user would look at: resources, events, and the pods' and operator's logs."""
         parts = [
             self.run("get", "cdcc,cdcsig,statefulsets,pods,jobs", "-o", "wide", check=False),
-            self.run("get", "cdcc,cdcsinks,sparkapplications", "-o", "yaml", check=False),
+            self.run("get", "cdcc,cdcsig,cdcsinks,sparkapplications", "-o", "yaml", check=False),
             self.run("get", "events", "--sort-by=.lastTimestamp", check=False),
             kubectl(
                 self.node.cluster, "-n", OPERATOR_NAMESPACE, "get", "pods,events", "-o", "wide",
@@ -153,26 +154,28 @@ class Source:
         made.sql(f"CREATE TABLE {made.table} (id int PRIMARY KEY, note text)")
         return made
 
-    def drop_slot(self) -> None:
-        """Drop the connector's slot and publication, ending a walsender still holding it."""
+    def drop_slot(self, slot: str = "", *, publication: str = "") -> None:
+        """Drop a slot and publication (the connector's by default), ending a walsender still
+        holding the slot."""
+        slot, publication = slot or self.name, publication or self.name
         self.sql(
             "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots "
-            f"WHERE slot_name = '{self.name}' AND active",
+            f"WHERE slot_name = '{slot}' AND active",
         )
         _eventually(
             lambda: (
                 self.query(
                     "SELECT count(*) FROM pg_replication_slots "
-                    f"WHERE slot_name = '{self.name}' AND active"
+                    f"WHERE slot_name = '{slot}' AND active"
                 )
                 == [(0,)]
             ),
-            what=f"slot {self.name} released",
+            what=f"slot {slot} released",
         )
         self.sql(
             f"SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
-            f"WHERE slot_name = '{self.name}'",
-            f"DROP PUBLICATION IF EXISTS {self.name}",
+            f"WHERE slot_name = '{slot}'",
+            f"DROP PUBLICATION IF EXISTS {publication}",
         )
 
     def secret(self, *, password: str | None = None) -> dict[str, Any]:
@@ -609,9 +612,117 @@ def test_a_cdc_sink_runs_on_spark_equals_the_source_and_suspends_and_deletes_for
 
 
 def _spark_pods(cluster: Cluster, app: str) -> list[str]:
-    """The Spark driver and executor pods of SparkApplication ``app`` (named after it)."""
-    names = cluster.run("get", "pods", "-o", "name").split()
-    return [name for name in names if name.removeprefix("pod/").startswith(app)]
+    """The Spark driver (named after SparkApplication ``app``) and executor pods (named after
+    the Spark application, ``…-exec-N``) of the namespace."""
+    names = [name.removeprefix("pod/") for name in cluster.run("get", "pods", "-o", "name").split()]
+    return [name for name in names if name.startswith(app) or "-exec-" in name]
+
+
+# -- the shipped example, as a user runs it ------------------------------------------------
+
+EXAMPLE = ROOT / "examples" / "postgres-to-delta"
+
+
+def _edited_example(folder: Path, source: Source) -> Path:
+    """The example copied as a user edits it: the login's password (the session's server has
+    its `cdc` role already), the database's host and port, Kafka's address."""
+    shutil.copytree(EXAMPLE, folder)
+    secret = folder / "secret.yaml"
+    login = yaml.safe_load(secret.read_text())
+    login["stringData"]["password"] = source.postgres.cdc_password
+    secret.write_text(yaml.safe_dump(login))
+    path = folder / "connector.yaml"
+    connector = yaml.safe_load(path.read_text())
+    postgres = connector["spec"]["source"]["postgresql"]
+    postgres["host"], postgres["port"] = source.postgres.host, source.postgres.port
+    connector["spec"]["kafka"]["bootstrapServers"] = source.kafka.bootstrap_servers
+    path.write_text(yaml.safe_dump(connector))
+    return folder
+
+
+def _lake_volume_for(cluster: Cluster, folder: Path) -> None:
+    """What a provisioner would make for the example's claim: a hostPath volume bound to it."""
+    folder.mkdir(mode=0o777)
+    folder.chmod(0o777)
+    cluster.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": {"name": f"{cluster.namespace}-lake"[:63]},
+            "spec": {
+                "capacity": {"storage": "1Gi"},
+                "accessModes": ["ReadWriteOnce"],
+                "storageClassName": "",
+                "claimRef": {"namespace": cluster.namespace, "name": "inventory-lake"},
+                "hostPath": {"path": str(folder), "type": "Directory"},
+            },
+        }
+    )
+
+
+@pytest.mark.timeout(900)
+def test_the_shipped_example_runs_as_a_user_runs_it(
+    cluster: Cluster,
+    source: Source,
+    spark_operator_deployed: KubeNode,
+    spark: SparkSession,
+    tmp_path: Path,
+) -> None:
+    """schema.sql, then ``kubectl apply -k`` of the example with its host and Kafka edited:
+    the connector streams, the backfill signal succeeds, the Delta tables equal the source."""
+    schema = (EXAMPLE / "schema.sql").read_text()
+    source.sql(schema)
+    try:
+        source.sql(
+            "INSERT INTO customers (name, email) VALUES ('Ada', 'ada@example.com'), "
+            "('Grace', 'grace@example.com')",
+            "INSERT INTO orders (customer_id, placed, amount) VALUES (1, '2025-12-30', 10), "
+            "(2, '2026-01-02', 20.5), (1, '2026-02-01', 7.25)",
+        )
+        example = _edited_example(tmp_path / "example", source)
+        lake = tmp_path / "lake"
+        tmp_path.chmod(0o755)
+        _lake_volume_for(cluster, lake)
+        cluster.apply(
+            *spark_operator.driver_rbac_manifests(
+                cluster.namespace, service_account="spark-operator-spark"
+            )
+        )  # what the Spark operator's chart makes in each job namespace
+        cluster.run("apply", "-k", str(example))
+        cluster.wait("cdcc/inventory", "condition=Ready", timeout=180)
+        source.sql("UPDATE orders SET amount = 11 WHERE id = 1", "DELETE FROM orders WHERE id = 3")
+        cluster.wait("cdcsig/orders-backfill-2026", "condition=Succeeded", timeout=180)
+        cluster.wait_for_reason(
+            "cdcsink/inventory-lake", "Ready", "ApplicationRunning", timeout=SPARK_WAIT_S
+        )
+
+        def lake_equals(table: str, columns: str) -> bool:
+            """The Delta table's rows, as text, equal the source's."""
+            from pyspark.errors import AnalysisException
+
+            try:
+                rows = spark.read.format("delta").load(str(lake / "inventory" / f"public_{table}"))
+            except AnalysisException:  # not written yet
+                return False
+            names = columns.split(",")
+            got = rows.selectExpr(*(f"cast({n} as string)" for n in names)).collect()
+            expected = source.query(f"SELECT {', '.join(f'{n}::text' for n in names)} FROM {table}")
+            return sorted(tuple(r) for r in got) == sorted(expected)
+
+        _eventually(
+            lambda: (
+                lake_equals("customers", "id,name,email")
+                and lake_equals("orders", "id,customer_id,placed,amount")
+            ),
+            timeout=SPARK_WAIT_S,
+            what="the example's Delta tables equal to the source",
+        )
+        assert not (lake / "inventory" / "public_debezium_signal").exists(), "signals stay out"
+    finally:
+        cluster.run("delete", "-k", str(tmp_path / "example"), "--wait=true", check=False)
+        source.drop_slot("inventory", publication="inventory_publication")
+        source.sql("DROP TABLE IF EXISTS orders, customers, debezium_signal")
+        kubectl(cluster.node.cluster, "delete", "pv", f"{cluster.namespace}-lake"[:63], check=False)
 
 
 # -- HA: the example overlay's two replicas with kopf peering -------------------------------

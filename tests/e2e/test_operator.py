@@ -470,7 +470,7 @@ def test_a_snapshot_signal_drives_an_incremental_snapshot_to_succeeded(
     reads = [e for e in capture.events(f"public.{table}") if e.op == "r"]
     assert len(reads) == 3000
     signal_id = body["status"]["signalId"]
-    assert signal_id.startswith("cdcsig-") and len(signal_id) <= 64
+    assert signal_id.startswith("cdcsig-") and len(signal_id) <= 42
     assert body["status"]["progress"]["tablesCompleted"] == 1
     assert _condition(body, "Signaled")["reason"] == "SignalInserted"
     assert capture.query(f"SELECT count(*) FROM {signal} WHERE id = '{signal_id}'") == [(1,)]

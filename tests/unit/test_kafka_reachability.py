@@ -85,3 +85,32 @@ def test_lag_is_how_far_behind_the_source_the_connector_is_now() -> None:
     stats.caught_up()  # then the source had nothing more: idle and healthy is not behind
     assert stats.status()["streaming"]["millisecondsBehindSource"] == 0
     assert stats.status()["streaming"]["lastEventMillisecondsBehindSource"] >= 20_000
+
+
+def test_watermarks_are_asked_again_while_a_new_topics_leader_is_elected(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from confluent_kafka import KafkaError, KafkaException, TopicPartition
+
+    from cdcflow.capture.kafka import consumer as consumer_module
+
+    monkeypatch.setattr(consumer_module, "ELECTION_RETRY_S", 0.0)
+
+    class Electing:
+        """A consumer whose partition has no leader for its first two answers."""
+
+        def __init__(self, error: int) -> None:
+            self.calls, self.error = 0, error
+
+        def get_watermark_offsets(self, *_: object, **__: object) -> tuple[int, int]:
+            self.calls += 1
+            if self.calls <= 2:
+                raise KafkaException(KafkaError(self.error))
+            return 0, 7
+
+    electing = Electing(KafkaError.NOT_LEADER_FOR_PARTITION)
+    partition = TopicPartition("offsets", 0)
+    assert consumer_module.watermarks(electing, partition, timeout=5) == (0, 7)  # type: ignore[arg-type]
+    assert electing.calls == 3
+    with pytest.raises(KafkaException):  # anything else is not waited for
+        consumer_module.watermarks(Electing(KafkaError._AUTHENTICATION), partition, timeout=5)  # type: ignore[arg-type]
