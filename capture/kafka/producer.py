@@ -165,7 +165,10 @@ class KafkaSink:
 
     def _serve(self) -> None:
         while not self._closing.is_set():
-            self._producer.poll(SERVE_WAIT_S)
+            try:
+                self._producer.poll(SERVE_WAIT_S)
+            except Exception:  # a callback that failed must not end the serving of the others
+                log.exception("a Kafka client callback failed")
 
     def _on_delivery(self, error: KafkaError | None, _message: object) -> None:
         if error is not None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
+from collections.abc import Iterator
 
 import orjson
 import pytest
@@ -18,20 +20,31 @@ def _statistics(*states: str, waiting: int = 0) -> str:
     return orjson.dumps({"brokers": brokers, "msg_cnt": waiting}).decode()
 
 
+@contextlib.contextmanager
+def _sink_fed_by_hand(stats: Stats) -> Iterator[KafkaSink]:
+    """A sink whose callbacks only the test calls: no broker listens at its address, and its
+    callback thread is stopped (it would report that unreachable address meanwhile)."""
+    sink = KafkaSink(bootstrap_servers="127.0.0.1:1", on_reachability=stats.sink_reachability)
+    sink._closing.set()
+    sink._server.join()
+    try:
+        yield sink
+    finally:
+        sink.close()
+
+
 def test_broker_statistics_drive_readiness_and_status() -> None:
     stats = Stats(connector="orders", server="shop", phase="streaming", connected=True)
-    sink = KafkaSink(
-        bootstrap_servers="127.0.0.1:1", on_reachability=stats.sink_reachability
-    )  # no broker there; the callbacks are fed by hand below
-    sink._on_statistics(_statistics("DOWN"))
-    assert not stats.ready
-    assert stats.status()["kafka"] == {
-        "connected": False,
-        "lastError": "Kafka unreachable: no broker is up (b0:9092/0, b:9092/bootstrap)",
-    }
-    sink._on_statistics(_statistics("DOWN", "UP"))
-    assert stats.ready
-    assert stats.status()["kafka"] == {"connected": True, "lastError": ""}
+    with _sink_fed_by_hand(stats) as sink:
+        sink._on_statistics(_statistics("DOWN"))
+        assert not stats.ready
+        assert stats.status()["kafka"] == {
+            "connected": False,
+            "lastError": "Kafka unreachable: no broker is up (b0:9092/0, b:9092/bootstrap)",
+        }
+        sink._on_statistics(_statistics("DOWN", "UP"))
+        assert stats.ready
+        assert stats.status()["kafka"] == {"connected": True, "lastError": ""}
 
 
 def test_repeated_client_errors_are_logged_once_a_minute() -> None:
@@ -59,20 +72,17 @@ def test_records_waiting_unacknowledged_make_a_broker_that_is_up_unavailable() -
     assert watch.stalled_for(produced=2600, waiting=0, now=200.0) == 0.0
 
 
-def test_a_stalled_producer_is_reported_though_its_brokers_are_up(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_a_stalled_producer_is_reported_though_its_brokers_are_up() -> None:
     stats = Stats(connector="orders", server="shop", phase="streaming", connected=True)
-    sink = KafkaSink(bootstrap_servers="127.0.0.1:1", on_reachability=stats.sink_reachability)
-    clock = iter([100.0, 100.0 + STALL_S + 1, 200.0])
-    monkeypatch.setattr("cdcflow.capture.kafka.producer.time.monotonic", lambda: next(clock))
-    sink._produced = 50
-    sink._on_statistics(_statistics("UP", waiting=50))
-    sink._on_statistics(_statistics("UP", waiting=50))
-    assert not stats.ready
-    assert "acknowledged none of the 50 records waiting for 16s" in stats.sink_error
-    sink._on_statistics(_statistics("UP", waiting=0))
-    assert stats.ready
+    with _sink_fed_by_hand(stats) as sink:
+        sink._produced = 50
+        sink._on_statistics(_statistics("UP", waiting=50))  # the watch starts
+        sink._deliveries.progress_at -= STALL_S + 1  # as if that long passed, nothing acked
+        sink._on_statistics(_statistics("UP", waiting=50))
+        assert not stats.ready
+        assert "acknowledged none of the 50 records waiting for 16s" in stats.sink_error
+        sink._on_statistics(_statistics("UP", waiting=0))
+        assert stats.ready
 
 
 def test_lag_is_how_far_behind_the_source_the_connector_is_now() -> None:
