@@ -454,6 +454,10 @@ class EngineProperties(BaseModel):
             "table.exclude.list": self.table_exclude_list,
         }
 
+    def server_objects(self) -> tuple[str, ...]:
+        """What the connector leaves on the database server for cleanup to drop, by name."""
+        return ()
+
     def warn_deprecated(self) -> None:
         """Log the deprecations only the parsed values reveal (none here)."""
 

@@ -402,11 +402,7 @@ def _cleanup(kube: Kube, resource: CdcConnector, uid: str) -> tuple[bool, str]:
 
 def _server_objects(resource: CdcConnector) -> str:
     """What cleanup drops on the server, by name ("" when the connector leaves nothing)."""
-    properties = resource.properties()
-    slot, publication = (getattr(properties, n, None) for n in ("slot_name", "publication_name"))
-    if slot is None:
-        return ""
-    return f"replication slot {slot} and publication {publication}"
+    return " and ".join(resource.properties().server_objects())
 
 
 # -- CdcSnapshotSignal ---------------------------------------------------------------------

@@ -209,6 +209,9 @@ class PostgresProperties(EngineProperties):
     )
     slot_failover: bool = Field(False, alias="slot.failover")
 
+    def server_objects(self) -> tuple[str, ...]:
+        return (f"replication slot {self.slot_name}", f"publication {self.publication_name}")
+
     @model_validator(mode="before")
     @classmethod
     def _names_of_this_connector(cls, data: Any) -> Any:
