@@ -19,11 +19,14 @@ window: its slot keeps P0 and a redone snapshot reports that position.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from cdcflow.capture.spi import Offset
+from cdcflow.capture.spi import Offset, Position
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +44,16 @@ class ReplayWindow:
     def offset(self, at: Offset) -> Offset:
         """The offset to store at position ``at`` inside the window."""
         return self.end.replaying_from(at)
+
+
+def offset_at(window: ReplayWindow, position: Position) -> tuple[Offset, ReplayWindow | None]:
+    """The offset to store at a stream's ``position``, and the window still ahead of it (None
+    once the stream has passed its end)."""
+    offset = Offset.of(position)
+    if window.inside(position.order_key()):
+        return window.offset(offset), window
+    log.info("the log read again after the redone snapshot is replayed")
+    return offset, None
 
 
 def stream_start(

@@ -32,7 +32,7 @@ from cdcflow.capture.connectors.db2.connection import Connection
 from cdcflow.capture.connectors.db2.lsn import Db2Position, Lsn
 from cdcflow.capture.connectors.db2.source import SourceBlock
 from cdcflow.capture.errors import FatalError, RetriableError
-from cdcflow.capture.replay import ReplayWindow
+from cdcflow.capture.replay import ReplayWindow, offset_at
 from cdcflow.capture.spi import (
     Event,
     Idle,
@@ -171,13 +171,10 @@ class ChangeStream:
 
     def _offset(self, position: Db2Position) -> Offset:
         """The offset to store at ``position``: inside the replay window, the window's."""
-        window = self._replay
-        if window is not None:
-            if window.inside(position.order_key()):
-                return window.offset(position.offset())
-            log.info("the change rows read again after the redone snapshot are replayed")
-            self._replay = None
-        return position.offset()
+        if self._replay is None:
+            return position.offset()
+        offset, self._replay = offset_at(self._replay, position)
+        return offset
 
     # -- one window --------------------------------------------------------------------------
 

@@ -25,7 +25,7 @@ from cdcflow.capture.connectors.mysql.position import BinlogPosition, GtidSet
 from cdcflow.capture.connectors.mysql.tables import RowDecoder, Structures
 from cdcflow.capture.errors import FatalError
 from cdcflow.capture.filters import Filters
-from cdcflow.capture.replay import ReplayWindow
+from cdcflow.capture.replay import ReplayWindow, offset_at
 from cdcflow.capture.spi import (
     ConnectSchema,
     Event,
@@ -204,13 +204,10 @@ class BinlogStream:
 
     def _offset(self, position: BinlogPosition) -> Offset:
         """The offset to store at ``position``: inside the replay window, the window's."""
-        window = self._replay
-        if window is not None:
-            if window.inside(position.order_key()):
-                return window.offset(position.offset())
-            log.info("the binlog read again after the redone snapshot is replayed")
-            self._replay = None
-        return position.offset()
+        if self._replay is None:
+            return position.offset()
+        offset, self._replay = offset_at(self._replay, position)
+        return offset
 
     def _replaying(self) -> bool:
         """Whether the transaction being read is inside the replay window."""
