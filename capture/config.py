@@ -590,11 +590,17 @@ def parse_properties(raw: Mapping[str, Any], model: type[Properties]) -> Propert
             name = model.aliases[name]
         values[name] = value
     _sanitize_field_names(values)
-    _reject_unknown(values, model)
+    # every mistake at once: an unknown name and a bad value are both reported
+    problems = [_unknown(values, model)]
+    known = set(known_properties(model))
     try:
-        properties = model.model_validate({**values, "statement_overrides": {}})
+        properties = model.model_validate(
+            {**{k: v for k, v in values.items() if k in known}, "statement_overrides": {}}
+        )
     except ValidationError as error:
-        raise ConfigError(explain(error)) from None
+        problems.append(explain(error))
+    if any(problems):
+        raise ConfigError("; ".join(problem for problem in problems if problem))
     properties.warn_deprecated()
     return properties.model_copy(
         update={"statement_overrides": _listed(properties, overrides), "column_rules": tuple(rules)}
@@ -690,16 +696,17 @@ def _listed(properties: EngineProperties, overrides: Mapping[str, str]) -> dict[
     return {table: statement for table, statement in overrides.items() if table in listed}
 
 
-def _reject_unknown(values: Mapping[str, Any], model: type[EngineProperties]) -> None:
+def _unknown(values: Mapping[str, Any], model: type[EngineProperties]) -> str:
+    """What is wrong with the names no property has ("" when every name is known)."""
     known = set(known_properties(model))
     unknown = [name for name in values if name not in known]
     if not unknown:
-        return
+        return ""
     hints = []
     for name in unknown:
         close = difflib.get_close_matches(name, known, n=1)
         hints.append(f"`{name}`" + (f" (did you mean `{close[0]}`?)" if close else ""))
-    raise ConfigError(
+    return (
         f"unknown connector propert{'y' if len(unknown) == 1 else 'ies'}: {', '.join(hints)}. "
         f"Every property is listed in {model.docs_page} (Properties)."
     )

@@ -80,6 +80,14 @@ def test_each_connector_validates_its_own_properties() -> None:
         parse_connector(_document({"database.server.id": "5400"}))  # MySQL's, not PostgreSQL's
 
 
+def test_a_configuration_with_two_mistakes_names_both() -> None:
+    with pytest.raises(ConfigError) as refused:
+        parse_connector(_document({"snapshot.mod": "never", "heartbeat.interval.ms": "soon"}))
+    message = str(refused.value)
+    assert "unknown connector property: `snapshot.mod` (did you mean `snapshot.mode`?)" in message
+    assert "heartbeat.interval.ms" in message and "integer" in message
+
+
 @pytest.mark.parametrize("kind", ["mysql", "mariadb"])
 def test_a_mysql_or_mariadb_source_builds_the_binlog_connector_named_for_its_kind(
     kind: str,
