@@ -7,6 +7,7 @@ incremental snapshots under concurrent writes."""
 
 from __future__ import annotations
 
+import base64
 import random
 import threading
 import time
@@ -176,13 +177,8 @@ def test_the_online_schema_procedure_brings_a_new_column_into_events_and_history
     db2.create_table(table, ((1, "a"),))
     running = db2.start([table], **PLAIN, **{"include.schema.changes": True})
     source = db2._qualified(table)
-    cd_table = f'"ASNCDC"."CDC_{db2.schema}_{table}"'
-    # Db2's online procedure: the column goes into the source table, then its CD table.
-    db2.run(
-        f'ALTER TABLE {source} ADD COLUMN "qty" INTEGER',
-        f'ALTER TABLE {cd_table} ADD COLUMN "qty" INTEGER',
-        f"INSERT INTO {source} VALUES (2, 'b', 5)",
-    )
+    db2.add_column(table, "qty")  # the online procedure: INACTIVE, reinit, ALTERs, ACTIVE, reinit
+    db2.run(f"INSERT INTO {source} VALUES (2, 'b', 5)")
     events = db2.wait_for_events(table, lambda ev: len(ev) >= 2)
     running.stop()
 
@@ -191,6 +187,28 @@ def test_the_online_schema_procedure_brings_a_new_column_into_events_and_history
     (change,) = alter[-1].payload["tableChanges"]
     assert [c["name"] for c in change["table"]["columns"]] == ["id", "v", "qty"]
     assert alter[-1].payload["source"]["connector"] == "db2"
+
+
+def test_an_alter_without_the_schema_procedure_is_not_captured_and_the_connector_says_so(
+    db2: Db2Driver, caplog: pytest.LogCaptureFixture
+) -> None:
+    table = db2.table("noproc")
+    db2.create_table(table, ((1, "a"),))
+    running = db2.start([table], **PLAIN)
+    source = db2._qualified(table)
+    db2.run(f'ALTER TABLE {source} ADD COLUMN "qty" INTEGER')  # no procedure, no CD column
+    deadline = time.monotonic() + 60
+    row = 2
+    while "lacks, so their values are not captured" not in caplog.text:
+        assert time.monotonic() < deadline, "the connector never said the column is missed"
+        db2.run(f"INSERT INTO {source} VALUES ({row}, 'b', 5)")
+        row += 1
+        time.sleep(1)
+    events = db2.wait_for_events(table, lambda ev: len(ev) >= row - 1)
+    running.stop()
+
+    assert all("qty" not in after for after in _after(events))
+    assert '"qty"' not in caplog.text and "column(s) qty" in caplog.text
 
 
 def test_the_offline_procedure_re_registers_the_table_with_its_new_structure(
@@ -266,14 +284,20 @@ TYPED_COLUMNS = """
     "si" SMALLINT, "bi" BIGINT, "dec" DECIMAL(9, 2), "df" "DB2TYPES"."DECFLOAT",
     "r" REAL, "d" DOUBLE PRECISION, "c" CHAR(4), "vc" VARCHAR(20), "cl" "DB2TYPES"."CLOB",
     "vb" BYTEA, "bl" "DB2TYPES"."BLOB", "dt" DATE, "tm" TIME(0), "ts" TIMESTAMP(6),
-    "ts3" TIMESTAMP(3), "b" BOOLEAN, "x" "DB2TYPES"."XML"
+    "ts3" TIMESTAMP(3), "x" "DB2TYPES"."XML"
 """
 TYPED_VALUES = (
     "{id}, -7, 9007199254740993, 1234.5, 12.3400, 1.5, 2.25, 'ab', 'text', 'long text', "
     "'\\x00ff'::bytea, '\\x0102'::bytea, DATE '2026-11-23', TIME '10:15:30', "
-    "TIMESTAMP '2026-11-23 10:15:30.123456', TIMESTAMP '2026-11-23 10:15:30.123', true, "
+    "TIMESTAMP '2026-11-23 10:15:30.123456', TIMESTAMP '2026-11-23 10:15:30.123', "
     "'<a>1</a>'"
 )
+
+
+#: What ASN's change tables hold for LOB and XML columns: nothing (it logs only that a LOB
+#: changed), so streamed events carry Debezium's unavailable-value placeholder.
+NOT_IN_CHANGE_TABLES = {"cl", "bl", "x"}
+PLACEHOLDER = "__debezium_unavailable_value"
 
 
 def test_every_type_has_debeziums_value_in_snapshot_and_stream_alike(
@@ -294,7 +318,14 @@ def test_every_type_has_debeziums_value_in_snapshot_and_stream_alike(
     running.stop()
 
     snapshot, streamed = (e.payload["after"] for e in events)
-    assert {**streamed, "id": 1} == snapshot
+    assert {k: v for k, v in streamed.items() if k not in NOT_IN_CHANGE_TABLES} == {
+        k: v for k, v in snapshot.items() if k not in NOT_IN_CHANGE_TABLES
+    } | {"id": 2}
+    assert {k: streamed[k] for k in NOT_IN_CHANGE_TABLES} == {
+        "cl": PLACEHOLDER,
+        "bl": base64.b64encode(PLACEHOLDER.encode()).decode(),
+        "x": PLACEHOLDER,
+    }
     assert snapshot == {
         "id": 1,
         "si": -7,
@@ -312,7 +343,6 @@ def test_every_type_has_debeziums_value_in_snapshot_and_stream_alike(
         "tm": 36930000,
         "ts": 1795428930123456,
         "ts3": 1795428930123,
-        "b": True,
         "x": "<a>1</a>",
     }
     fields = {f["field"]: f for f in events[0].value["schema"]["fields"][1]["fields"]}
@@ -322,6 +352,30 @@ def test_every_type_has_debeziums_value_in_snapshot_and_stream_alike(
     assert fields["ts3"]["name"] == "io.debezium.time.Timestamp"
     assert fields["tm"]["name"] == "io.debezium.time.Time"
     assert fields["x"]["name"] == "io.debezium.data.Xml"
+
+
+def test_a_table_asn_cannot_capture_is_snapshotted_and_said_to_be_snapshot_only(
+    emulated_db2: Db2Driver, caplog: pytest.LogCaptureFixture
+) -> None:
+    db2 = emulated_db2
+    table = db2.table("flags")
+    source = db2._qualified(table)
+    db2.run(
+        f'CREATE SCHEMA IF NOT EXISTS "{db2.schema}"',
+        f'CREATE TABLE {source} ("id" INTEGER NOT NULL PRIMARY KEY, "b" BOOLEAN)',
+        f"INSERT INTO {source} VALUES (1, true), (2, false)",
+    )
+    with pytest.raises(Exception, match="does not support the BOOLEAN column"):
+        db2.db2.add_table(db2.schema, table)  # SQL Replication has no BOOLEAN
+    running = db2.start([table], **PLAIN)
+    events = db2.wait_for_events(table, lambda ev: len(ev) >= 2)
+    running.stop()
+
+    assert [(e.op, e.payload["after"]) for e in events] == [
+        ("r", {"id": 1, "b": True}),
+        ("r", {"id": 2, "b": False}),
+    ]
+    assert "not in capture mode" in caplog.text
 
 
 # -- incremental snapshots ----------------------------------------------------------------------

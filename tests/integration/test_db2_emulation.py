@@ -149,7 +149,9 @@ def test_commit_order_across_tables_follows_commitseq(db2_emulation: Db2Emulatio
 def test_an_unchanged_toasted_value_keeps_its_value_in_the_after_image(
     db2_emulation: Db2Emulation,
 ) -> None:
-    make_table(db2_emulation, "EMU_TOAST", "T", '"ID" integer PRIMARY KEY, "N" integer, "BIG" text')
+    make_table(
+        db2_emulation, "EMU_TOAST", "T", '"ID" integer PRIMARY KEY, "N" integer, "BIG" varchar'
+    )
     db2_emulation.add_table("EMU_TOAST", "T")
     big = "".join(f"{i:08x}{(i * 2654435761) % 2**32:08x}" for i in range(20_000))
     with psycopg.connect(db2_emulation.dsn(), autocommit=True) as conn:
@@ -165,23 +167,70 @@ def test_an_unchanged_toasted_value_keeps_its_value_in_the_after_image(
     ]
 
 
-def test_a_column_added_later_is_captured_once_the_cd_table_has_it(
+def test_a_column_added_to_the_cd_table_is_written_only_after_a_reinit(
     db2_emulation: Db2Emulation,
 ) -> None:
     captured_table(db2_emulation, "EMU_DDL")
     db2_emulation.execute(
         'ALTER TABLE "EMU_DDL"."T" ADD COLUMN "EXTRA" varchar(10)',
-        """INSERT INTO "EMU_DDL"."T" VALUES (1, 'before', 'lost')""",
+        'ALTER TABLE "ASNCDC"."CDC_EMU_DDL_T" ADD COLUMN "EXTRA" varchar(10)',
+        """INSERT INTO "EMU_DDL"."T" VALUES (1, 'no reinit', 'lost')""",
     )
     db2_emulation.wait_captured()
-    db2_emulation.execute(
-        'ALTER TABLE "ASNCDC"."CDC_EMU_DDL_T" ADD COLUMN "EXTRA" varchar(10)',
-        """INSERT INTO "EMU_DDL"."T" VALUES (2, 'after', 'kept')""",
-    )
+    db2_emulation.reinit_and_wait()  # asncap reads the CD tables' columns at reinit only
+    db2_emulation.execute("""INSERT INTO "EMU_DDL"."T" VALUES (2, 'reinit', 'kept')""")
     db2_emulation.wait_captured()
 
     rows = db2_emulation.cd_rows("EMU_DDL", "T")
-    assert [(r[4], r[5], r[6]) for r in rows] == [(1, "before", None), (2, "after", "kept")]
+    assert [(r[4], r[5], r[6]) for r in rows] == [(1, "no reinit", None), (2, "reinit", "kept")]
+
+
+def test_an_update_of_a_registration_without_update_splitting_is_one_u_row(
+    db2_emulation: Db2Emulation,
+) -> None:
+    captured_table(db2_emulation, "EMU_U")
+    db2_emulation.execute(
+        """UPDATE "ASNCDC"."IBMSNAP_REGISTER" SET "CHG_UPD_TO_DEL_INS" = 'N' """
+        """WHERE "SOURCE_OWNER" = 'EMU_U'"""
+    )
+    db2_emulation.reinit_and_wait()
+    db2_emulation.execute(
+        """INSERT INTO "EMU_U"."T" VALUES (1, 'first')""",
+        """UPDATE "EMU_U"."T" SET "NAME" = 'second' WHERE "ID" = 1""",
+    )
+    db2_emulation.wait_captured()
+
+    rows = db2_emulation.cd_rows("EMU_U", "T")
+    assert [(r[OPERATION], r[4], r[5]) for r in rows] == [("I", 1, "first"), ("U", 1, "second")]
+
+
+def test_lob_and_xml_values_are_not_copied_into_the_cd_table(db2_emulation: Db2Emulation) -> None:
+    make_table(
+        db2_emulation,
+        "EMU_LOB",
+        "T",
+        '"ID" integer PRIMARY KEY, "C" "DB2TYPES"."CLOB", "B" "DB2TYPES"."BLOB", '
+        '"X" "DB2TYPES"."XML", "V" varchar(10)',
+    )
+    db2_emulation.add_table("EMU_LOB", "T")
+    db2_emulation.execute(
+        """INSERT INTO "EMU_LOB"."T" VALUES (1, 'text', '\\x00ff', '<a/>', 'v')"""
+    )
+    db2_emulation.wait_captured()
+
+    (row,) = db2_emulation.cd_rows("EMU_LOB", "T")
+    assert row[4:] == (1, None, None, None, "v"), "ASN logs only that a LOB changed"
+
+
+def test_a_table_with_a_boolean_column_cannot_enter_capture_mode(
+    db2_emulation: Db2Emulation,
+) -> None:
+    make_table(db2_emulation, "EMU_BOOL", "T", '"ID" integer PRIMARY KEY, "B" boolean')
+    with pytest.raises(psycopg.Error, match="does not support the BOOLEAN column"):
+        db2_emulation.execute("CALL \"ASNCDC\".\"ADDTABLE\"('EMU_BOOL', 'T')")
+    assert not db2_emulation.query(
+        """SELECT 1 FROM "ASNCDC"."IBMSNAP_REGISTER" WHERE "SOURCE_OWNER" = 'EMU_BOOL'"""
+    )
 
 
 def test_synchtime_advances_while_idle_and_stops_with_the_agent(
@@ -209,29 +258,49 @@ def test_synchtime_advances_while_idle_and_stops_with_the_agent(
     assert "doing work" in db2_emulation.services("status")
 
 
-def test_a_registration_turns_active_after_reinit(db2_emulation: Db2Emulation) -> None:
+def test_the_agent_sees_registrations_only_when_it_starts_or_reinitialises(
+    db2_emulation: Db2Emulation,
+) -> None:
     make_table(db2_emulation, "EMU_REG", "T", '"ID" integer PRIMARY KEY')
     db2_emulation.execute("CALL ASNCDC.ADDTABLE('EMU_REG', 'T')")  # as the documentation
-    registration = """SELECT "STATE", "CD_OWNER", "CD_TABLE", "CD_NEW_SYNCHPOINT"
-        FROM "ASNCDC"."IBMSNAP_REGISTER" WHERE "SOURCE_OWNER" = 'EMU_REG'"""
-    assert db2_emulation.query(registration) == [("I", "ASNCDC", "CDC_EMU_REG_T", None)]
-    time.sleep(db2_emulation.sleep_s * 3)
-    assert db2_emulation.query(registration)[0][0] == "I", "only reinit activates it"
+    registration = """SELECT "STATE", "CD_OWNER", "CD_TABLE", "CD_OLD_SYNCHPOINT",
+        "CHG_UPD_TO_DEL_INS" FROM "ASNCDC"."IBMSNAP_REGISTER" WHERE "SOURCE_OWNER" = 'EMU_REG'"""
+    assert db2_emulation.query(registration) == [("A", "ASNCDC", "CDC_EMU_REG_T", None, "Y")]
+    db2_emulation.execute('INSERT INTO "EMU_REG"."T" VALUES (1)')
+    db2_emulation.wait_captured()
+    assert db2_emulation.cd_rows("EMU_REG", "T") == [], "capture starts at the next reinit"
 
     # Db2 writes VALUES ASNCDC.ASNCDCSERVICES(…); PostgreSQL's VALUES needs the parentheses
     db2_emulation.query("VALUES (ASNCDC.ASNCDCSERVICES('reinit', 'asncdc'))")
     deadline = time.monotonic() + 10
-    while db2_emulation.query(registration)[0][0] != "A":
-        assert time.monotonic() < deadline, "the registration never became active"
+    while db2_emulation.query(registration)[0][3] is None:
+        assert time.monotonic() < deadline, "the agent never started capturing the table"
         time.sleep(0.05)
-    _, _, _, start = db2_emulation.query(registration)[0]
+    start = bytes(db2_emulation.query(registration)[0][3])
     assert len(start) == 16
     assert Lsn.of(start) <= Lsn.of(global_row(db2_emulation)[0])
 
     db2_emulation.execute('INSERT INTO "EMU_REG"."T" VALUES (7)')
     db2_emulation.wait_captured()
     (row,) = db2_emulation.cd_rows("EMU_REG", "T")
-    assert row[COMMITSEQ] > bytes(start)
+    assert row[COMMITSEQ] > start
+    new = db2_emulation.query(
+        """SELECT "CD_NEW_SYNCHPOINT" FROM "ASNCDC"."IBMSNAP_REGISTER" """
+        """WHERE "SOURCE_OWNER" = 'EMU_REG'"""
+    )[0][0]
+    assert bytes(new) == bytes(row[COMMITSEQ]), "CD_NEW_SYNCHPOINT follows the table's changes"
+
+    db2_emulation.mark("EMU_REG", "T", "I")  # INACTIVE counts from the next reinit only
+    db2_emulation.execute('INSERT INTO "EMU_REG"."T" VALUES (8)')
+    db2_emulation.wait_captured()
+    db2_emulation.reinit_and_wait()
+    db2_emulation.execute('INSERT INTO "EMU_REG"."T" VALUES (9)')
+    db2_emulation.wait_captured()
+    assert [r[4] for r in db2_emulation.cd_rows("EMU_REG", "T")] == [7, 8]
+
+    db2_emulation.mark("EMU_REG", "T", "A")
+    db2_emulation.reinit_and_wait()
+    assert bytes(db2_emulation.query(registration)[0][3]) > start, "capture starts again"
 
     db2_emulation.remove_table("EMU_REG", "T")
     assert db2_emulation.query(registration) == []
@@ -405,7 +474,10 @@ def test_a_missing_table_is_sqlcode_204(db2_emulation: Db2Emulation) -> None:
     try:
         with pytest.raises(DRIVER.errors) as error:
             raw.cursor().execute('SELECT * FROM "NOWHERE"."MISSING"')
-        assert str(error.value).startswith("[IBM][CLI Driver]")
+        assert type(error.value).__name__ == "ProgrammingError"  # by SQLSTATE class, as ibm_db
+        assert str(error.value).startswith(
+            "ibm_db_dbi::ProgrammingError: Statement Execute Failed: [IBM][CLI Driver]"
+        )
         assert str(error.value).endswith("SQLSTATE=42704 SQLCODE=-204")
     finally:
         raw.close()

@@ -341,11 +341,16 @@ class Db2Driver:
         self.db2.execute_atomically(*statements)
 
     def add_column(self, table: str, column: str) -> None:
-        # Db2's online procedure: the column goes into the source table, then its CD table.
+        # Db2's online procedure (docs/db2.md): INACTIVE, reinit, the column into the source
+        # table and its CD table, ACTIVE, reinit. The agent sees nothing of it before then.
+        self.db2.mark(self.schema, table, "I")
+        self.db2.reinit_and_wait()
         self.db2.execute(
             f'ALTER TABLE {self._qualified(table)} ADD COLUMN "{column}" INTEGER',
             f'ALTER TABLE "ASNCDC"."CDC_{self.schema}_{table}" ADD COLUMN "{column}" INTEGER',
         )
+        self.db2.mark(self.schema, table, "A")
+        self.db2.reinit_and_wait()
 
     def comment_column(self, table: str, column: str, text: str) -> None:
         self.db2.execute(

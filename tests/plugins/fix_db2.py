@@ -55,6 +55,14 @@ class Db2Server(Protocol):
 
     def remove_table(self, schema: str, table: str) -> None: ...
 
+    def mark(self, schema: str, table: str, state: str) -> None:
+        """Mark a registration ``'A'`` or ``'I'`` (the schema procedures' step)."""
+        ...
+
+    def reinit_and_wait(self, *, timeout_s: float = ...) -> None:
+        """``ASNCDCSERVICES('reinit')``, returning once the agent has done it."""
+        ...
+
     def wait_captured(self, timeout_s: float = ...) -> None: ...
 
 

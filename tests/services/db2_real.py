@@ -88,6 +88,18 @@ class RealDb2:
             "VALUES ASNCDC.ASNCDCSERVICES('reinit','asncdc')",
         )
 
+    def mark(self, schema: str, table: str, state: str) -> None:
+        """Mark a registration ACTIVE (``'A'``) or INACTIVE (``'I'``) in the register."""
+        self.execute(
+            f"UPDATE ASNCDC.IBMSNAP_REGISTER SET STATE = '{state}' "
+            f"WHERE SOURCE_OWNER = '{schema}' AND SOURCE_TABLE = '{table}'"
+        )
+
+    def reinit_and_wait(self, *, timeout_s: float = 60.0) -> None:
+        """Reinitialise the agent and wait two of its capture cycles."""
+        self.execute("VALUES ASNCDC.ASNCDCSERVICES('reinit','asncdc')")
+        self.wait_captured(timeout_s)
+
     def wait_captured(self, timeout_s: float = 60.0) -> None:
         """Wait two of the agent's capture cycles: what was committed is then captured."""
         commit_s, sleep_s = self.query(

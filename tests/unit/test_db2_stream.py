@@ -14,7 +14,7 @@ from cdcflow.capture.connectors.db2.lsn import Db2Position, Lsn
 from cdcflow.capture.connectors.db2.properties import parse_properties
 from cdcflow.capture.connectors.db2.source import SourceBlock
 from cdcflow.capture.connectors.db2.stream import AgentWatch, ChangeStream, agent_timeout_s
-from cdcflow.capture.errors import RetriableError
+from cdcflow.capture.errors import FatalError, RetriableError
 from cdcflow.capture.filters import Filters
 from cdcflow.capture.spi import (
     ColumnStructure,
@@ -74,6 +74,7 @@ class ScriptedDb2:
         self.max_lsn: int | None = 0
         self.heartbeat: tuple[Any, Any] = (lsn(0), "2026-11-23 00:00:00")
         self.registered: dict[TableId, tuple[str, int | None]] = {}
+        self.updates_split: dict[TableId, str] = {}
         self.cd_rows: dict[str, list[tuple[int, int, str, int, str | None]]] = {}
         self.cd_extra: dict[str, list[str]] = {}
         self.catalog: dict[TableId, TableStructure] = {}
@@ -97,7 +98,15 @@ class ScriptedDb2:
             return [] if self.max_lsn is None else [(lsn(self.max_lsn),)]
         if statement == STATEMENTS.registrations:
             return [
-                (t.schema, t.table, "ASNCDC", cd, "A", None if start is None else lsn(start), None)
+                (
+                    t.schema,
+                    t.table,
+                    "ASNCDC",
+                    cd,
+                    "A",
+                    None if start is None else lsn(start),
+                    self.updates_split.get(t, "Y"),
+                )
                 for t, (cd, start) in sorted(self.registered.items())
             ]
         if statement == STATEMENTS.agent_progress:
@@ -122,7 +131,7 @@ class ScriptedDb2:
             elif operation == "I" and precedes and precedes[0] == commit and precedes[2] == "D":
                 code = sql.UPDATE_AFTER
             else:
-                code = sql.DELETE if operation == "D" else sql.INSERT
+                code = {"D": sql.DELETE, "I": sql.INSERT, "U": sql.UPDATE_ROW}.get(operation)
             result.append((code, lsn(commit), lsn(intent), operation, *values))
         return CD_NAMES + self.cd_extra.get(cd, []), iter(result)
 
@@ -218,6 +227,31 @@ def test_an_update_captured_as_delete_and_insert_is_one_update_event() -> None:
     assert _rows(events) == [("u", ORDERS, (1, "old"), (1, "new")), ("d", ORDERS, (1, "new"), None)]
     commit = next(e for e in events if isinstance(e, TxCommit))
     assert commit.offset.get("event_serial_no") == 2
+
+
+def test_an_update_stored_as_one_u_row_is_an_update_without_a_before_image(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    db = ScriptedDb2()
+    db.register(ORDERS)
+    db.updates_split[ORDERS] = "N"  # IBM's default outside Debezium's ADDTABLE
+    db.write(ORDERS, 10, 100, "I", (1, "old"))
+    db.write(ORDERS, 11, 110, "U", (1, "new"))
+    db.max_lsn = 11
+    events = _until_idle(_stream(db, Db2Position(commit_lsn=Lsn.from_int(5))))
+
+    assert _rows(events) == [("c", ORDERS, None, (1, "old")), ("u", ORDERS, None, (1, "new"))]
+    assert "CHG_UPD_TO_DEL_INS='N'" in caplog.text
+
+
+def test_a_change_row_of_no_known_operation_stops_the_connector_instead_of_vanishing() -> None:
+    db = ScriptedDb2()
+    db.register(ORDERS)
+    db.write(ORDERS, 10, 100, "I", (1, "a"))
+    db.write(ORDERS, 11, 110, "X", (1, "b"))
+    db.max_lsn = 11
+    with pytest.raises(FatalError, match=r"IBMSNAP_OPERATION 'X'.*neither I, D nor U"):
+        _until_idle(_stream(db, Db2Position(commit_lsn=Lsn.from_int(5))))
 
 
 def test_a_restart_from_a_commit_position_sends_nothing_of_that_commit_again() -> None:

@@ -195,10 +195,21 @@ def sqlcode(error: BaseException) -> int | None:
     return int(found.group(1)) if found else None
 
 
+#: What ibm_db_dbi puts before Db2's message: ``ibm_db_dbi::ProgrammingError: Statement Execute
+#: Failed: [IBM][CLI Driver][DB2/LINUXX8664] ``.
+_DRIVER_PREFIX = re.compile(
+    r"^(\w+::\w+:\s*)?"
+    r"((Statement Execute|Statement prepare|Describe Param|Sending data) Failed:\s*"
+    r"|(Fetch Failure|Column binding cannot be done):\s*)?"
+    r"(\[[^\]]*\])+\s*",
+    re.IGNORECASE,
+)
+
+
 def describe_error(error: BaseException, *, password: str = "") -> str:
-    """The driver's message as one sentence, without its ``[IBM][CLI Driver]`` prefix and
-    never with the password in it."""
-    text = re.sub(r"^(\w+::\w+:\s*)?(\[[^\]]*\])+\s*", "", str(error).strip())
+    """The driver's message as one sentence, without ibm_db_dbi's class and operation and the
+    ``[IBM][CLI Driver]`` prefix, and never with the password in it."""
+    text = _DRIVER_PREFIX.sub("", str(error).strip())
     if password:
         text = text.replace(password, "****")
     return sentence(text)

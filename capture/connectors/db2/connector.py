@@ -68,6 +68,7 @@ class Db2Connector:
                 replace_null_with_default=properties.value_converter_replace_null_with_default,
             ),
             columns=ColumnStep.from_properties(properties, filters),
+            placeholder=properties.unavailable_value_placeholder,
         )
         signal = properties.signal_data_collection
         self.signal_table = TableId.parse(signal) if signal else None
@@ -180,9 +181,18 @@ class Db2Connector:
         self.conn.rollback()
 
     def snapshot_tables(self) -> dict[TableId, int]:
+        """The captured tables, and the included tables outside capture mode: a table ASN
+        cannot capture (one with a BOOLEAN column) can still be snapshotted, as Debezium's."""
         estimates = tables.all_tables(self.conn)
         self.conn.rollback()
-        return {t: estimates.get(t, 0) for t in self.captured_tables() if self.filters.snapshots(t)}
+        control = {self.statements.control_schema, self.properties.cdc_change_tables_schema}
+        uncaptured = [
+            t
+            for t in estimates
+            if self.filters.captures(t) and t not in self._registered and t.schema not in control
+        ]
+        ordered = self.filters.snapshot_order([*self.captured_tables(), *uncaptured])
+        return {t: estimates.get(t, 0) for t in ordered if self.filters.snapshots(t)}
 
     def snapshot_steps(self, tables_: list[TableId]) -> Db2Snapshot:
         properties = self.properties

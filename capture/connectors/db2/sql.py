@@ -32,6 +32,9 @@ from cdcflow.capture.connectors.db2.connection import Dialect
 
 UPDATE_BEFORE, UPDATE_AFTER, DELETE, INSERT = 3, 4, 1, 2
 """The ``OPCODE`` the change query gives each CD row (Debezium's numbering)."""
+UPDATE_ROW = 5
+"""An update captured as one ``U`` row, its after image only (a registration with
+``CHG_UPD_TO_DEL_INS='N'``, IBM's default outside Debezium's ``ADDTABLE``)."""
 
 
 def quote(name: str) -> str:
@@ -115,10 +118,11 @@ class AsnStatements:
 
     @property
     def registrations(self) -> str:
-        """Tables in capture mode: source, CD table, state and capture start/stop LSNs."""
+        """Tables in capture mode: source, CD table, state, the LSN the agent started
+        capturing the table at (``CD_OLD_SYNCHPOINT``) and how it stores updates."""
         return (
             'SELECT r."SOURCE_OWNER", r."SOURCE_TABLE", r."CD_OWNER", r."CD_TABLE", '
-            'r."STATE", r."CD_NEW_SYNCHPOINT", r."CD_OLD_SYNCHPOINT" '
+            'r."STATE", r."CD_OLD_SYNCHPOINT", r."CHG_UPD_TO_DEL_INS" '
             f"FROM {self._control('IBMSNAP_REGISTER')} r "
             "WHERE r.\"GLOBAL_RECORD\" = 'N' "
             'ORDER BY r."SOURCE_OWNER", r."SOURCE_TABLE"'
@@ -145,7 +149,8 @@ class AsnStatements:
 def changes(cd_schema: str, cd_table: str) -> str:
     """A CD table's rows committed in ``[?, ?]`` (commit LSNs, both ends inclusive) in
     (commit LSN, change LSN) order, each with Debezium's ``OPCODE``: 3 and 4 for the delete
-    and insert an update was captured as, 1 a delete, 2 an insert."""
+    and insert an update was captured as, 1 a delete, 2 an insert; and 5 for an update
+    stored as one ``U`` row, which Debezium's query leaves without a code (and drops)."""
     operation = 'cdc."IBMSNAP_OPERATION"'
     window = 'PARTITION BY cdc."IBMSNAP_COMMITSEQ" ORDER BY cdc."IBMSNAP_INTENTSEQ"'
     return (
@@ -156,6 +161,7 @@ def changes(cd_schema: str, cd_table: str) -> str:
         f"THEN {UPDATE_AFTER} "
         f"WHEN {operation} = 'D' THEN {DELETE} "
         f"WHEN {operation} = 'I' THEN {INSERT} "
+        f"WHEN {operation} = 'U' THEN {UPDATE_ROW} "
         'END AS "OPCODE", cdc.* '
         f"FROM {table_name(cd_schema, cd_table)} cdc "
         'WHERE cdc."IBMSNAP_COMMITSEQ" >= ? AND cdc."IBMSNAP_COMMITSEQ" <= ? '

@@ -11,15 +11,22 @@ LSN and every change up to it skipped; a position without a change LSN resumes a
 After a redone snapshot the change rows are read again from the interrupted attempt's position
 up to the snapshot's (:mod:`cdcflow.capture.replay`).
 
+An update the agent stored as one ``U`` row (a registration with ``CHG_UPD_TO_DEL_INS='N'``)
+is an update event without a before image; a row of any other operation stops the connector
+rather than being skipped. LOB and XML columns, whose values ASN does not copy into CD
+tables, carry ``unavailable.value.placeholder`` in streamed events.
+
 Registrations are re-read every poll: a table entering capture mode is announced (CREATE), a
-re-registered table or a CD table with other columns (the offline and online schema-update
-procedures) gets its structure re-read from the catalog and, when it changed, an ALTER; the
-structure is recorded to schema history before any row decodes with it. An agent whose
-heartbeat (the global register row's ``SYNCHTIME``) stops moving is reported as not running.
+re-registered table (a new CD table or capture start ``CD_OLD_SYNCHPOINT``: the offline
+procedure) or a CD table with other columns (the online procedure) gets its structure re-read
+from the catalog and, when it changed, an ALTER; the structure is recorded to schema history
+before any row decodes with it. An agent whose heartbeat (the global register row's
+``SYNCHTIME``) stops moving is reported as not running.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import logging
 import time
@@ -87,6 +94,10 @@ class AgentWatch:
         return now - self.since if self.heartbeat is not None else 0.0
 
 
+#: How often, at most, a table's columns in the catalog are compared with its CD table's.
+CATALOG_CHECK_S = 10.0
+
+
 def agent_timeout_s(commit_interval_s: int, sleep_interval_s: int) -> float:
     """How long a silent heartbeat may last before the agent counts as stopped: two full
     capture cycles (``COMMIT_INTERVAL`` + ``SLEEP_INTERVAL``) and 5 s, at least 10 s."""
@@ -128,6 +139,10 @@ class ChangeStream:
         self._replay = window
         self._registrations: dict[TableId, tables.Registration] = {}
         self._columns: dict[TableId, tuple[str, ...]] = {}
+        #: When each table's catalog columns were last compared with its CD table's, and
+        #: the source columns already reported missing from it.
+        self._catalog_checked: dict[TableId, float] = {}
+        self._reported_missing: dict[TableId, frozenset[str]] = {}
         self._warned_no_lsn = False
         #: The last change yielded of the open transaction (None outside one).
         self._last_change: Change | None = None
@@ -206,9 +221,11 @@ class ChangeStream:
         # Transactions stream: a large one is never held in memory.
         previous: Change | None = None
         tx_id, source = "", dict[str, Any]()
+        changed: set[TableId] = set()
         for change in heapq.merge(*streams, key=lambda c: (c.commit, c.intent)):
             if (change.commit, change.intent) <= self._done:
                 continue
+            changed.add(change.table)
             if previous is not None and change.commit != previous.commit:
                 yield self._end(previous, tx_id, source)
                 previous = None
@@ -223,6 +240,34 @@ class ChangeStream:
             previous = change
         if previous is not None:
             yield self._end(previous, tx_id, source)
+        for table in changed:
+            self._check_catalog(table)
+
+    def _check_catalog(self, table: TableId) -> None:
+        """Say when the source table has columns its CD table lacks: an ALTER made without
+        the schema procedure, whose new columns ASN does not capture."""
+        now = time.monotonic()
+        if now - self._catalog_checked.get(table, -CATALOG_CHECK_S) < CATALOG_CHECK_S:
+            return
+        self._catalog_checked[table] = now
+        current = tables.read_structure(self._conn, table)
+        captured = set(self._columns.get(table, ()))
+        if current is None or not captured:
+            return
+        missing = frozenset(c.name for c in current.columns) - captured
+        if missing and missing != self._reported_missing.get(table):
+            registration = self._registrations[table]
+            log.warning(
+                "%s has column(s) %s that its change table %s.%s lacks, so their values are "
+                "not captured: a schema change made without Db2's schema procedure. Follow the "
+                "online procedure (docs/db2.md): mark the table INACTIVE, reinit, add the "
+                "columns to the change table, mark it ACTIVE, reinit",
+                table,
+                ", ".join(sorted(missing)),
+                registration.cd_schema,
+                registration.cd_table,
+            )
+        self._reported_missing[table] = missing
 
     def _table_changes(
         self, registration: tables.Registration, names: list[str], rows: Iterator[tuple[Any, ...]]
@@ -240,14 +285,11 @@ class ChangeStream:
             names.index("OPCODE"), names.index("IBMSNAP_COMMITSEQ"),
             names.index("IBMSNAP_INTENTSEQ"),
         )  # fmt: skip
-        stop = registration.stop.value if registration.stop is not None else None
         before: tuple[Any, ...] | None = None
         for row in rows:
             commit = bytes(row[commit_at]).rjust(16, b"\0")
-            if stop is not None and commit >= stop:
-                continue
             code = row[opcode]
-            values = decoder.values(row, layout)
+            values = decoder.streamed(row, layout)
             if code == sql.UPDATE_BEFORE:
                 before = values
                 continue
@@ -264,6 +306,15 @@ class ChangeStream:
                 yield Change(commit, intent, table, Op.CREATE, None, values, 1)
             elif code == sql.DELETE:
                 yield Change(commit, intent, table, Op.DELETE, values, None, 1)
+            elif code == sql.UPDATE_ROW:  # no before image: the event says so with a null
+                yield Change(commit, intent, table, Op.UPDATE, None, values, 1)
+            else:  # never skipped silently: a change nobody can read is a stop
+                raise FatalError(
+                    f"the change table {registration.cd_schema}.{registration.cd_table} has a "
+                    f"row with IBMSNAP_OPERATION {row[names.index('IBMSNAP_OPERATION')]!r} at "
+                    f"{Lsn(commit)}, which is neither I, D nor U: it was not written by the "
+                    "ASN capture agent; remove it or re-register the table"
+                )
 
     def _end(self, last: Change, tx_id: str, source: dict[str, Any]) -> TxCommit:
         """The commit of the transaction whose last change is ``last``."""
@@ -296,10 +347,25 @@ class ChangeStream:
                 registration.start,
             ):
                 if known is not None:
-                    log.info(
-                        "%s was registered again for capture (%s)", table, registration.cd_table
+                    log.warning(
+                        "%s was registered again for capture (%s), capturing from %s: changes "
+                        "made to it while it was out of capture mode are not in its change "
+                        "table; if any were made, snapshot it again (an execute-snapshot "
+                        "signal)",
+                        table,
+                        registration.cd_table,
+                        registration.start,
                     )
-                yield from self._reread(table)
+                if not registration.updates_split and (known is None or known.updates_split):
+                    log.warning(
+                        "%s is registered with CHG_UPD_TO_DEL_INS='N': ASN stores each update "
+                        "as one row without its before image, so its update events carry "
+                        "before=null and an update of the primary key leaves the old key in "
+                        "consumers. Register it with ASNCDC.ADDTABLE (CHG_UPD_TO_DEL_INS='Y') "
+                        "for Debezium's update events",
+                        table,
+                    )
+                yield from self._reread(registration)
         for table in self._registrations.keys() - found.keys():
             log.info("%s left capture mode: its changes are no longer read", table)
             self._columns.pop(table, None)
@@ -312,11 +378,22 @@ class ChangeStream:
         self._columns[table] = columns
         if previous is not None and previous != columns:
             log.info("the change table of %s has new columns %s", table, columns)
-            yield from self._reread(table)
+            yield from self._reread(self._registrations[table])
 
-    def _reread(self, table: TableId) -> Iterator[SchemaChange]:
-        """The table's structure from the catalog, recorded when it differs from the model."""
+    def _reread(self, registration: tables.Registration) -> Iterator[SchemaChange]:
+        """The table's structure from the catalog, as far as its change table has the
+        columns (Debezium's rule: what is captured is what the CD table holds), recorded
+        when it differs from the model."""
+        table = registration.table
         current = tables.read_structure(self._conn, table)
+        change_table = tables.read_structure(
+            self._conn, TableId(registration.cd_schema, registration.cd_table)
+        )
+        if current is not None and change_table is not None:
+            held = {column.name for column in change_table.columns}
+            current = dataclasses.replace(
+                current, columns=tuple(c for c in current.columns if c.name in held)
+            )
         known = self._structures.structure(table)
         if current is None or current == known:
             return

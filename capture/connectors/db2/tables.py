@@ -30,13 +30,21 @@ class Registration:
     cd_table: str
     active: bool
     start: Lsn | None
-    stop: Lsn | None
+    """Where the agent started capturing the table (``CD_OLD_SYNCHPOINT``): its CD table
+    holds every change from there on. It is not a stop LSN, though Debezium reads it as one
+    (and ships ``z.stop.lsn.ignore`` for the changes that drops); None until the agent
+    captures the table."""
+    updates_split: bool = True
+    """``CHG_UPD_TO_DEL_INS='Y'``: an update is a ``D`` and an ``I`` row (before and after
+    image); otherwise one ``U`` row with the after image alone."""
 
 
 def registrations(conn: Connection, statements: sql.AsnStatements) -> dict[TableId, Registration]:
     """Every table in capture mode, by source table."""
     found: dict[TableId, Registration] = {}
-    for owner, name, cd_owner, cd_table, state, start, stop in conn.query(statements.registrations):
+    for owner, name, cd_owner, cd_table, state, start, split in conn.query(
+        statements.registrations
+    ):
         table = TableId(str(owner).strip(), str(name).strip())
         found[table] = Registration(
             table=table,
@@ -44,7 +52,7 @@ def registrations(conn: Connection, statements: sql.AsnStatements) -> dict[Table
             cd_table=str(cd_table).strip(),
             active=str(state or "").strip() == "A",
             start=Lsn.of(start) if start is not None else None,
-            stop=Lsn.of(stop) if stop is not None else None,
+            updates_split=str(split or "Y").strip().upper() != "N",
         )
     return found
 
@@ -63,10 +71,17 @@ def read_structure(conn: Connection, table: TableId) -> TableStructure | None:
     return structure.table_structure(table, rows) if rows else None
 
 
+#: Types whose values ASN does not copy into change-data tables (it logs only that a LOB
+#: changed): streamed events carry the unavailable-value placeholder for them.
+NOT_IN_CHANGE_TABLES = frozenset({"CLOB", "DBCLOB", "BLOB", "XML"})
+
+
 class Decoder:
     """Turns a row of a change-data table or a snapshot query into a row tuple."""
 
-    def __init__(self, mapped: MappedTable, failures: ConvertingFailures) -> None:
+    def __init__(
+        self, mapped: MappedTable, failures: ConvertingFailures, *, placeholder: str
+    ) -> None:
         self.mapped = mapped
         self.schema = mapped.schema
         self.names = mapped.source_names
@@ -74,6 +89,12 @@ class Decoder:
         self._failures = failures
         self._converters = tuple(column.convert for column in mapped.schema.columns)
         self._layouts: dict[tuple[str, ...], tuple[int | None, ...]] = {}
+        #: (position, raw placeholder) of the columns a change-data row never has a value for
+        self._unavailable = tuple(
+            (index, placeholder.encode() if column.type_name == "BLOB" else placeholder)
+            for index, column in enumerate(mapped.schema.columns)
+            if column.type_name in NOT_IN_CHANGE_TABLES
+        )
 
     def layout(self, names: Sequence[str]) -> tuple[int | None, ...]:
         """Where each column of the schema is in a result with columns ``names`` (None: the
@@ -85,9 +106,13 @@ class Decoder:
             cached = self._layouts[key] = tuple(index.get(n) for n in self.names)
         return cached
 
-    def values(self, row: Sequence[Any], layout: tuple[int | None, ...]) -> tuple[Any, ...]:
-        """A change-data row's values, its columns found by ``layout``."""
-        return self.ordered(tuple(row[i] if i is not None else None for i in layout))
+    def streamed(self, row: Sequence[Any], layout: tuple[int | None, ...]) -> tuple[Any, ...]:
+        """A change-data row's values, its columns found by ``layout``; LOB and XML columns
+        hold the unavailable-value placeholder (:data:`NOT_IN_CHANGE_TABLES`)."""
+        values = [row[i] if i is not None else None for i in layout]
+        for index, placeholder in self._unavailable:
+            values[index] = placeholder
+        return self.ordered(values)
 
     def ordered(self, row: Sequence[Any]) -> tuple[Any, ...]:
         """A row whose columns are the schema's, in order (a snapshot or chunk read)."""
@@ -104,9 +129,11 @@ class Structures:
         filters: Filters,
         options: types.TypeOptions,
         columns: ColumnStep | None = None,
+        placeholder: str = "__debezium_unavailable_value",
     ) -> None:
         self._filters = filters
         self._options = options
+        self._placeholder = placeholder
         self._columns = columns or ColumnStep.plain(filters)
         self._tables: dict[TableId, TableStructure] = {}
         self._decoders: dict[TableId, Decoder] = {}
@@ -127,7 +154,9 @@ class Structures:
             by_name = {column.name: column for column in structure_.columns}
             described = [source_column(by_name[c.name]) for c in kept.schema.columns]
             mapped = self._columns.map(kept.schema, described)
-            cached = self._decoders[table] = Decoder(mapped, self._columns.failures)
+            cached = self._decoders[table] = Decoder(
+                mapped, self._columns.failures, placeholder=self._placeholder
+            )
         return cached
 
     def schema(self, table: TableId) -> TableSchema | None:

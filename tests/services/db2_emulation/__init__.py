@@ -21,7 +21,7 @@ Typical use (see ``tests/plugins/fix_db2.py`` for the session fixture)::
     emulation = install(postgres_server)
     emulation.execute('CREATE SCHEMA "DB2INST1"',
                       'CREATE TABLE "DB2INST1"."CUSTOMERS" ("ID" integer PRIMARY KEY)')
-    emulation.add_table("DB2INST1", "CUSTOMERS")   # ADDTABLE + reinit, waits for STATE 'A'
+    emulation.add_table("DB2INST1", "CUSTOMERS")   # ADDTABLE + reinit, waits for the agent
     emulation.execute('INSERT INTO "DB2INST1"."CUSTOMERS" VALUES (1)')
     emulation.wait_captured()                      # the insert is in ASNCDC.CDC_DB2INST1_CUSTOMERS
 """
@@ -118,16 +118,38 @@ class Db2Emulation:
     # -- ASN management, as Debezium's UDFs -----------------------------------------------
 
     def add_table(self, schema: str, table: str, *, timeout_s: float = 30.0) -> None:
-        """``CALL ASNCDC.ADDTABLE`` and ``ASNCDCSERVICES('reinit')``; returns once the
-        registration is active (``STATE='A'``, capturing from ``CD_NEW_SYNCHPOINT``)."""
+        """``CALL ASNCDC.ADDTABLE`` and ``ASNCDCSERVICES('reinit')``; returns once the agent
+        captures the table (``CD_OLD_SYNCHPOINT`` set)."""
         with psycopg.connect(self.dsn(), autocommit=True) as conn:
             conn.execute('CALL "ASNCDC"."ADDTABLE"(%s, %s)', (schema, table))
+        self.reinit_and_wait(timeout_s=timeout_s)
+
+    def mark(self, schema: str, table: str, state: str) -> None:
+        """Mark a registration ``'A'`` (ACTIVE) or ``'I'`` (INACTIVE) in the register, as the
+        schema procedures do; the agent sees it at its next reinit."""
+        self.execute_parameters(
+            'UPDATE "ASNCDC"."IBMSNAP_REGISTER" SET "STATE" = %s '
+            'WHERE "SOURCE_OWNER" = %s AND "SOURCE_TABLE" = %s',
+            (state, schema, table),
+        )
+
+    def reinit_and_wait(self, *, timeout_s: float = 30.0) -> None:
+        """``ASNCDCSERVICES('reinit')``; returns once the agent has done it."""
+        target = int(self.query('SELECT "REINITS_REQUESTED" FROM "ASNCDC"."EMULATION_AGENT"')[0][0])
         self.reinit()
         self._wait(
-            lambda: self._state(schema, table) == "A",
+            lambda: (
+                int(self.query('SELECT "REINITS_DONE" FROM "ASNCDC"."EMULATION_AGENT"')[0][0])
+                > target
+            ),
             timeout_s,
-            f"the registration of {schema}.{table} to become active",
+            "the agent to reinitialise",
         )
+
+    def execute_parameters(self, statement: str, params: tuple[Any, ...]) -> None:
+        """Run one statement with parameters as the superuser."""
+        with psycopg.connect(self.dsn(), autocommit=True) as conn:
+            conn.execute(cast(Any, statement), params)
 
     def remove_table(self, schema: str, table: str) -> None:
         """``CALL ASNCDC.REMOVETABLE``: the registration and its CD table go."""
@@ -140,7 +162,7 @@ class Db2Emulation:
         return str(rows[0][0])
 
     def reinit(self) -> None:
-        """``ASNCDCSERVICES('reinit')``: the agent activates new registrations next cycle."""
+        """``ASNCDCSERVICES('reinit')``: the agent re-reads registrations next cycle."""
         self.services("reinit")
 
     def stop_agent(self, *, timeout_s: float = 10.0) -> None:
@@ -187,14 +209,6 @@ class Db2Emulation:
             _drop_slots(conn, self.database)
 
     # -- helpers --------------------------------------------------------------------------
-
-    def _state(self, schema: str, table: str) -> str | None:
-        rows = self.query(
-            'SELECT "STATE" FROM "ASNCDC"."IBMSNAP_REGISTER" '
-            'WHERE "SOURCE_OWNER" = %s AND "SOURCE_TABLE" = %s AND "GLOBAL_RECORD" = \'N\'',
-            (schema, table),
-        )
-        return str(rows[0][0]) if rows else None
 
     def _agent_state(self) -> str:
         return str(self.query('SELECT "ACTUAL_STATE" FROM "ASNCDC"."EMULATION_AGENT"')[0][0])

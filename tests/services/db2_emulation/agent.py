@@ -6,12 +6,22 @@ A daemon thread wakes every ``sleep_s`` and, while ``ASNCDCSERVICES('start')`` i
 2. peeks at the slot's pgoutput changes (``pg_logical_slot_peek_binary_changes``) on the
    publication of the registered source tables, decoded with cdcflow's own pgoutput decoder;
 3. in ONE transaction: copies every committed transaction whose commit LSN is past the global
-   ``SYNCHPOINT`` into the CD tables of the active registrations (insert → ``I``, delete →
-   ``D``, update → ``D`` then ``I``), moves ``SYNCHPOINT`` to the last captured commit and
-   ``SYNCHTIME`` to now (every cycle, even idle: asncap's heartbeat) and, on a pending
-   ``reinit``, activates the ``STATE='I'`` registrations at the new ``SYNCHPOINT``;
+   ``SYNCHPOINT`` into the CD tables of the registrations it captures (insert → ``I``, delete
+   → ``D``, update → ``D`` then ``I``, or one ``U`` row with the after image when the
+   registration says ``CHG_UPD_TO_DEL_INS='N'``), moves each table's ``CD_NEW_SYNCHPOINT`` to
+   its last captured commit, ``SYNCHPOINT`` to the last captured commit and ``SYNCHTIME`` to
+   now (every cycle, even idle: asncap's heartbeat);
 4. after the commit, advances the slot past what it captured (a crash in between re-reads
    those transactions and the ``SYNCHPOINT`` comparison drops them).
+
+Like asncap, it reads the registrations and their CD tables' columns only when it starts and
+on ``reinit``, never in between: a registration marked ``'A'`` or ``'I'``, or a CD table
+altered, changes nothing until the next reinit (the schema procedures' reason for being). At
+that reinit, a registration it did not capture before starts at the current ``SYNCHPOINT``,
+which it writes to ``CD_OLD_SYNCHPOINT`` (and ``CD_NEW_SYNCHPOINT``): the point from which the
+CD table holds every change of the table. A CD table dropped under it (``REMOVETABLE``) stops
+being written, as asncap deactivates a registration whose CD table is gone. LOB and XML
+values are not copied (ASN logs only that a LOB changed): those CD columns stay NULL.
 
 LSNs are 16 bytes as Db2 writes them: ``IBMSNAP_COMMITSEQ`` is the commit record's LSN,
 ``IBMSNAP_INTENTSEQ`` the change record's LSN * 4 + k (k orders an update's ``D`` before its
@@ -21,6 +31,7 @@ schema change until the CD table gets the new column.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 from collections.abc import Iterable, Sequence
@@ -60,6 +71,10 @@ class RowImage:
     schema: str
     table: str
     values: dict[str, str | None]
+    update_before: bool = False
+    """The ``D`` row of an update (dropped where updates are stored as one ``U`` row)."""
+    update_after: bool = False
+    """The ``I`` row of an update (``U`` where updates are stored as one row)."""
 
 
 @dataclass(slots=True)
@@ -74,12 +89,16 @@ class CommittedTransaction:
 
 @dataclass(frozen=True, slots=True)
 class Registration:
-    """An active registration as the agent writes it: its CD table's columns and start."""
+    """A registration as the agent captures it: its CD table's columns (as of the last start
+    or reinit), where capture started and how updates are stored."""
 
     cd_owner: str
     cd_table: str
-    start: int
+    start: int | None
     columns: frozenset[str]
+    updates_split: bool = True
+    not_copied: frozenset[str] = frozenset()
+    """Source columns whose values ASN does not copy (LOB, XML): written as NULL."""
 
 
 @dataclass(slots=True)
@@ -137,9 +156,11 @@ class ChangeDecoder:
             return [self._image("D", base, message.relid, message.old, None)]
         if isinstance(message, pgoutput.Update):
             old = message.old if message.old is not None else message.new
+            before = self._image("D", base, message.relid, old, None)
+            after = self._image("I", base + 1, message.relid, message.new, old)
             return [
-                self._image("D", base, message.relid, old, None),
-                self._image("I", base + 1, message.relid, message.new, old),
+                dataclasses.replace(before, update_before=True),
+                dataclasses.replace(after, update_after=True),
             ]
         return []  # truncates are not captured by ASN either
 
@@ -176,6 +197,9 @@ class CaptureAgent:
         self._progress = threading.Condition()
         self.covered_lsn = 0
         """Every transaction committed before this PostgreSQL LSN has been captured."""
+        #: The registrations captured, by source table, as of the last start or reinit.
+        self._captured: dict[tuple[str, str], Registration] = {}
+        self._started = False
         self.cycles = 0
         self.last_error: BaseException | None = None
 
@@ -231,6 +255,7 @@ class CaptureAgent:
     def _cycle(self, conn: PgConnection) -> None:
         requested, reinits_pending = self._wishes(conn)
         if requested != "started":
+            self._started = False
             conn.execute(
                 """UPDATE "ASNCDC"."EMULATION_AGENT" SET "ACTUAL_STATE" = 'stopped'"""
                 """ WHERE "ACTUAL_STATE" <> 'stopped'"""
@@ -239,14 +264,16 @@ class CaptureAgent:
         conn.execute("SELECT pg_logical_emit_message(false, %s, 'cycle')", (MARKER_PREFIX,))
         peeked = self._peek(conn)
         with conn.transaction():
+            self._forget_dropped(conn)
             captured_to = self._capture(conn, peeked.transactions)
-            if reinits_pending:
-                self._activate_registrations(conn, captured_to)
+            if reinits_pending or not self._started:
+                self._load_registrations(conn, captured_to)
             conn.execute(
                 """UPDATE "ASNCDC"."EMULATION_AGENT" SET "ACTUAL_STATE" = 'started',"""
                 """ "LAST_CYCLE" = now(), "REINITS_DONE" = "REINITS_DONE" + %s""",
                 (reinits_pending,),
             )
+        self._started = True
         self._advance_slot(conn, peeked)
         with self._progress:
             self.covered_lsn = max(self.covered_lsn, peeked.marker_lsn)
@@ -276,18 +303,25 @@ class CaptureAgent:
         conn: PgConnection,
         transactions: list[CommittedTransaction],
     ) -> int:
-        """Write the new transactions' CD rows and the global row; the new SYNCHPOINT."""
+        """Write the new transactions' CD rows, each table's ``CD_NEW_SYNCHPOINT`` and the
+        global row; the new SYNCHPOINT."""
         row = conn.execute(
             """SELECT "SYNCHPOINT" FROM "ASNCDC"."IBMSNAP_REGISTER" """
             """WHERE "GLOBAL_RECORD" = 'Y' FOR UPDATE"""
         ).fetchone()
         synchpoint = lsn_int(row[0]) if row is not None else 0
-        registrations = self._registrations(conn)
+        newest: dict[tuple[str, str], int] = {}
         for transaction in transactions:
             if transaction.commit_lsn <= synchpoint or not transaction.rows:
                 continue
-            self._write_transaction(conn, transaction, registrations)
+            newest.update(self._write_transaction(conn, transaction))
             synchpoint = transaction.commit_lsn
+        for (owner, table), commit in newest.items():
+            conn.execute(
+                """UPDATE "ASNCDC"."IBMSNAP_REGISTER" SET "CD_NEW_SYNCHPOINT" = %s"""
+                """ WHERE "SOURCE_OWNER" = %s AND "SOURCE_TABLE" = %s""",
+                (lsn_bytes(commit), owner, table),
+            )
         conn.execute(
             """UPDATE "ASNCDC"."IBMSNAP_REGISTER" SET "SYNCHPOINT" = %s,"""
             """ "SYNCHTIME" = localtimestamp WHERE "GLOBAL_RECORD" = 'Y'""",
@@ -295,42 +329,79 @@ class CaptureAgent:
         )
         return synchpoint
 
-    def _registrations(self, conn: PgConnection) -> dict[tuple[str, str], Registration]:
-        """The active registrations whose CD table exists, by source table."""
+    def _load_registrations(self, conn: PgConnection, synchpoint: int) -> None:
+        """Start or reinit: read the active registrations and their CD tables' columns; one
+        not captured before starts capturing after ``synchpoint`` (its CD_OLD_SYNCHPOINT)."""
         rows = conn.execute(
             """SELECT r."SOURCE_OWNER", r."SOURCE_TABLE", r."CD_OWNER", r."CD_TABLE","""
-            """ r."CD_NEW_SYNCHPOINT","""
+            """ r."CD_OLD_SYNCHPOINT", r."CHG_UPD_TO_DEL_INS","""
             """ ARRAY(SELECT a.attname::text FROM pg_attribute a"""
             """  WHERE a.attrelid = to_regclass(format('%I.%I', r."CD_OWNER", r."CD_TABLE"))"""
-            """  AND a.attnum > 0 AND NOT a.attisdropped)"""
+            """  AND a.attnum > 0 AND NOT a.attisdropped),"""
+            """ ARRAY(SELECT c."COLNAME"::text FROM "SYSCAT"."COLUMNS" c"""
+            """  WHERE c."TABSCHEMA" = r."SOURCE_OWNER" AND c."TABNAME" = r."SOURCE_TABLE" """
+            """  AND c."TYPENAME" IN ('CLOB', 'DBCLOB', 'BLOB', 'XML'))"""
             """ FROM "ASNCDC"."IBMSNAP_REGISTER" r"""
             """ WHERE r."GLOBAL_RECORD" = 'N' AND r."STATE" = 'A'"""
         ).fetchall()
-        found: dict[tuple[str, str], Registration] = {}
-        for owner, table, cd_owner, cd_table, start, columns in rows:
-            if columns:
-                found[(str(owner), str(table))] = Registration(
-                    str(cd_owner),
-                    str(cd_table),
-                    lsn_int(start),
-                    frozenset(columns),
+        loaded: dict[tuple[str, str], Registration] = {}
+        for owner, table, cd_owner, cd_table, start, split, columns, not_copied in rows:
+            if not columns:
+                continue  # no CD table: nothing to capture into
+            key = (str(owner), str(table))
+            begins = lsn_int(start) if start is not None else None
+            if key not in self._captured or begins is None:
+                begins = synchpoint
+                conn.execute(
+                    """UPDATE "ASNCDC"."IBMSNAP_REGISTER" SET "CD_OLD_SYNCHPOINT" = %s,"""
+                    """ "CD_NEW_SYNCHPOINT" = %s, "STATE_TIME" = now()"""
+                    """ WHERE "SOURCE_OWNER" = %s AND "SOURCE_TABLE" = %s""",
+                    (lsn_bytes(synchpoint), lsn_bytes(synchpoint), *key),
                 )
-        return found
+            loaded[key] = Registration(
+                str(cd_owner),
+                str(cd_table),
+                begins,
+                frozenset(columns),
+                updates_split=str(split).strip().upper() != "N",
+                not_copied=frozenset(not_copied),
+            )
+        self._captured = loaded
+
+    def _forget_dropped(self, conn: PgConnection) -> None:
+        """Stop writing CD tables that no longer exist (REMOVETABLE without a reinit)."""
+        if not self._captured:
+            return
+        keys = list(self._captured)
+        names = [f'"{r.cd_owner}"."{r.cd_table}"' for r in self._captured.values()]
+        rows = conn.execute(
+            "SELECT name FROM unnest(%s::text[]) AS name WHERE to_regclass(name) IS NULL",
+            (names,),
+        ).fetchall()
+        gone = {str(row[0]) for row in rows}
+        for key, name in zip(keys, names, strict=True):
+            if name in gone:
+                del self._captured[key]
 
     def _write_transaction(
-        self,
-        conn: PgConnection,
-        transaction: CommittedTransaction,
-        registrations: dict[tuple[str, str], Registration],
-    ) -> None:
+        self, conn: PgConnection, transaction: CommittedTransaction
+    ) -> dict[tuple[str, str], int]:
+        """Write one transaction's CD rows; the tables written, with the commit LSN."""
         commit = lsn_bytes(transaction.commit_lsn)
         logmarker = datetime.fromtimestamp(
             pgoutput.to_unix_us(transaction.commit_time_us) / 1_000_000, UTC
         ).replace(tzinfo=None)
+        written: dict[tuple[str, str], int] = {}
         for image in transaction.rows:
-            registration = registrations.get((image.schema, image.table))
-            if registration is None or transaction.commit_lsn <= registration.start:
+            key = (image.schema, image.table)
+            registration = self._captured.get(key)
+            if registration is None or transaction.commit_lsn <= (registration.start or 0):
                 continue
+            operation = image.operation
+            if image.update_before and not registration.updates_split:
+                continue  # stored as one U row: the after image alone
+            if image.update_after and not registration.updates_split:
+                operation = "U"
             columns = [name for name in image.values if name in registration.columns]
             statement = sql.SQL(
                 'INSERT INTO {} ("IBMSNAP_COMMITSEQ", "IBMSNAP_INTENTSEQ", "IBMSNAP_OPERATION",'
@@ -340,24 +411,14 @@ class CaptureAgent:
                 sql.SQL("").join(sql.SQL(", ") + sql.Identifier(name) for name in columns),
                 sql.SQL("").join(sql.SQL(", %s") for _ in columns),
             )
+            values = [
+                None if name in registration.not_copied else image.values[name] for name in columns
+            ]
             conn.execute(
-                statement,
-                [
-                    commit,
-                    lsn_bytes(image.intent),
-                    image.operation,
-                    logmarker,
-                    *(image.values[name] for name in columns),
-                ],
+                statement, [commit, lsn_bytes(image.intent), operation, logmarker, *values]
             )
-
-    def _activate_registrations(self, conn: PgConnection, synchpoint: int) -> None:
-        """reinit: inactive registrations start capturing after the current SYNCHPOINT."""
-        conn.execute(
-            """UPDATE "ASNCDC"."IBMSNAP_REGISTER" SET "STATE" = 'A', "STATE_TIME" = now(),"""
-            """ "CD_NEW_SYNCHPOINT" = %s WHERE "GLOBAL_RECORD" = 'N' AND "STATE" = 'I'""",
-            (lsn_bytes(synchpoint),),
-        )
+            written[key] = transaction.commit_lsn
+        return written
 
     def _advance_slot(self, conn: PgConnection, peeked: PeekResult) -> None:
         """Confirm to the slot everything this cycle read completely (after the commit)."""

@@ -6,9 +6,14 @@ It keeps to what :class:`cdcflow.capture.connectors.db2.connection.Driver` promi
 * connections with autocommit off, isolation set per connection;
 * queries (``SELECT``/``WITH``/``VALUES``) run on server-side cursors, so ``fetchmany`` streams
   a large window instead of loading it, and several may be open on one connection at once;
-* errors read like ibm_db's: ``[IBM][CLI Driver][DB2/LINUXX8664] SQL0204N  … SQLSTATE=42704
-  SQLCODE=-204``, with PostgreSQL's SQLSTATE mapped to the Db2 SQLSTATE and SQLCODE that Db2
-  would give, and never the password.
+* errors read like ibm_db_dbi's: ``ibm_db_dbi::ProgrammingError: Statement Execute Failed:
+  [IBM][CLI Driver][DB2/LINUXX8664] SQL0204N  … SQLSTATE=42704 SQLCODE=-204``, of the class
+  ibm_db_dbi picks by SQLSTATE, with PostgreSQL's SQLSTATE mapped to the Db2 SQLSTATE and
+  SQLCODE that Db2 would give, and never the password;
+* a BOOLEAN comes back as the integer 0 or 1, as ibm_db returns it.
+
+What it does not reproduce: DECFLOAT as text and BLOB as ``memoryview`` (PostgreSQL reports a
+domain's base type, so the driver cannot tell DECFLOAT from DECIMAL nor BLOB from VARBINARY).
 """
 
 from __future__ import annotations
@@ -34,7 +39,10 @@ PREFIX = "[IBM][CLI Driver][DB2/LINUXX8664]"
 
 
 class Error(Exception):
-    """PEP 249's ``Error``: every failure of this driver, worded like ibm_db's."""
+    """PEP 249's ``Error``, printed as ``ibm_db_dbi`` prints it: ``ibm_db_dbi::<Class>: …``."""
+
+    def __str__(self) -> str:
+        return f"ibm_db_dbi::{type(self).__name__}: {self.args[0] if self.args else ''}"
 
 
 class DatabaseError(Error):
@@ -42,7 +50,44 @@ class DatabaseError(Error):
 
 
 class OperationalError(DatabaseError):
-    """The connection failed (login, network, missing database)."""
+    """The connection failed (login, network, missing database), SQLSTATE class 08."""
+
+
+class ProgrammingError(DatabaseError):
+    """A wrong statement or object (SQLSTATE classes 42, 40, 55, 58, …)."""
+
+
+class IntegrityError(DatabaseError):
+    """A constraint refused the change (SQLSTATE class 23)."""
+
+
+class DataError(DatabaseError):
+    """A value out of range or of the wrong form (SQLSTATE classes 22, 54)."""
+
+
+class InternalError(DatabaseError):
+    """A cursor or transaction state error (SQLSTATE classes 24, 25, 51, 57)."""
+
+
+#: SQLSTATE class → the class ibm_db_dbi raises (its ``_get_exception``), checked in order.
+_CLASSES: tuple[tuple[tuple[str, ...], type[DatabaseError]], ...] = (
+    (("02", "22", "54"), DataError),
+    (("08", "09"), OperationalError),
+    (("23",), IntegrityError),
+    (("24", "25", "26", "2D", "51", "57"), InternalError),
+    (
+        ("07", "10", "21", "27", "28", "34", "38", "39", "40", "42", "44", "53", "55", "56", "58"),
+        ProgrammingError,
+    ),
+)
+
+
+def error_class(sqlstate: str) -> type[DatabaseError]:
+    """The exception class ibm_db_dbi raises for ``sqlstate``."""
+    for prefixes, kind in _CLASSES:
+        if sqlstate[:2] in prefixes:
+            return kind
+    return DatabaseError
 
 
 @dataclass(frozen=True)
@@ -56,6 +101,11 @@ class Db2Code:
         """ibm_db's wording: prefix, ``SQLnnnnN``, text, SQLSTATE and SQLCODE."""
         number = f"SQL{abs(self.sqlcode):04d}N"
         return f"{PREFIX} {number}  {text}  SQLSTATE={self.sqlstate} SQLCODE={self.sqlcode}"
+
+    def statement_error(self, text: str) -> DatabaseError:
+        """A failed statement as ibm_db_dbi raises it: ``ibm_db_dbi::ProgrammingError:
+        Statement Execute Failed: [IBM][CLI Driver]… SQLSTATE=… SQLCODE=…``."""
+        return error_class(self.sqlstate)(f"Statement Execute Failed: {self.message(text)}")
 
 
 #: PostgreSQL SQLSTATE → what Db2 reports for the same failure.
@@ -117,8 +167,7 @@ def _one_line(text: str, password: str) -> str:
 
 def translate(error: psycopg.Error, *, password: str = "") -> DatabaseError:
     """A psycopg failure of a statement as ibm_db would raise it."""
-    code = statement_code(error.sqlstate)
-    return DatabaseError(code.message(_one_line(str(error), password)))
+    return statement_code(error.sqlstate).statement_error(_one_line(str(error), password))
 
 
 _QUERY = re.compile(r"^\s*(\(\s*)*(SELECT|WITH|VALUES)\b", re.IGNORECASE)
@@ -200,7 +249,7 @@ class Connection:
 
     def cursor(self) -> Cursor:
         if self.raw.closed:
-            raise DatabaseError(UNREACHABLE.message("the connection is closed"))
+            raise UNREACHABLE.statement_error("the connection is closed")
         return Cursor(self.raw, self._password)
 
     def commit(self) -> None:
@@ -219,6 +268,13 @@ class Connection:
             raise translate(error, password=self._password) from None
 
 
+class BooleanAsInteger(psycopg.adapt.Loader):
+    """ibm_db returns a BOOLEAN as the integer 0 or 1, not as a Python bool."""
+
+    def load(self, data: Any) -> int:
+        return 1 if bytes(data) in (b"t", b"\x01") else 0
+
+
 _ISOLATION = {
     Isolation.READ_UNCOMMITTED: psycopg.IsolationLevel.READ_UNCOMMITTED,
     Isolation.READ_COMMITTED: psycopg.IsolationLevel.READ_COMMITTED,
@@ -232,7 +288,8 @@ class EmulationDriver:
 
     dialect = Dialect.POSTGRESQL
     paramstyle = "format"
-    errors: tuple[type[Exception], ...] = (Error,)
+    #: as the real driver's: a binding mistake surfaces as a statement error, not raw
+    errors: tuple[type[Exception], ...] = (Error, Exception)
 
     def connect(self, endpoint: Endpoint) -> DbApiConnection:
         """A connection with autocommit off; failures carry Db2's SQLCODE."""
@@ -251,6 +308,7 @@ class EmulationDriver:
             code = connect_code(error)
             text = _one_line(str(error), endpoint.password)
             raise OperationalError(code.message(text)) from None
+        conn.adapters.register_loader("bool", BooleanAsInteger)
         return Connection(conn, endpoint.password)
 
     def set_isolation(self, conn: DbApiConnection, isolation: Isolation) -> None:

@@ -47,7 +47,8 @@ CREATE TABLE "ASNCDC"."IBMSNAP_REGISTER" (
     "STATE" char(1) NOT NULL DEFAULT 'I',
     "STATE_TIME" timestamp NOT NULL DEFAULT now(),
     "STATE_INFO" char(8),
-    "CHG_UPD_TO_DEL_INS" char(1) NOT NULL DEFAULT 'Y',
+    -- IBM's default: an update is one 'U' row (Debezium's ADDTABLE writes 'Y': a D and an I)
+    "CHG_UPD_TO_DEL_INS" char(1) NOT NULL DEFAULT 'N',
     "CHGONLY" char(1) NOT NULL DEFAULT 'N',
     "RECAPTURE" char(1) NOT NULL DEFAULT 'Y',
     "STOP_ON_ERROR" char(1) NOT NULL DEFAULT 'Y',
@@ -281,8 +282,11 @@ SELECT n.nspname::varchar(128) AS "TABSCHEMA",
 -- ASNCDC.ADDTABLE / REMOVETABLE / ASNCDCSERVICES
 -- ---------------------------------------------------------------------------------------
 
--- Put a table in capture mode: full before-images, its CD table, an inactive registration
--- (the agent activates it on reinit) and the table in the agent's publication.
+-- Put a table in capture mode as Debezium's ADDTABLE does: full before-images, its CD table,
+-- an ACTIVE registration storing updates as a D and an I row (the agent starts capturing it
+-- at its next reinit) and the table in the agent's publication. SQL Replication does not
+-- support BOOLEAN columns (Debezium's documentation: such tables can only be snapshotted), so
+-- a table with one is refused.
 CREATE PROCEDURE "ASNCDC"."ADDTABLE"(table_schema text, table_name text)
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -290,7 +294,14 @@ DECLARE
     cd_name text := 'CDC_' || table_schema || '_' || table_name;
     columns text;
     publication text;
+    unsupported text;
 BEGIN
+    SELECT string_agg(c."COLNAME", ', ') INTO unsupported FROM "SYSCAT"."COLUMNS" c
+     WHERE c."TABSCHEMA" = table_schema AND c."TABNAME" = table_name AND c."TYPENAME" = 'BOOLEAN';
+    IF unsupported IS NOT NULL THEN
+        RAISE EXCEPTION 'SQL Replication does not support the BOOLEAN column(s) % of %.%: such a table can only be snapshotted',
+            unsupported, table_schema, table_name USING ERRCODE = '42997';
+    END IF;
     EXECUTE format('ALTER TABLE %s REPLICA IDENTITY FULL', source);
     SELECT string_agg(format('%I %s', a.attname, format_type(a.atttypid, a.atttypmod)), ', '
                       ORDER BY a.attnum)
@@ -305,12 +316,14 @@ BEGIN
     EXECUTE format('CREATE INDEX ON %I.%I ("IBMSNAP_COMMITSEQ", "IBMSNAP_INTENTSEQ")',
                    'ASNCDC', cd_name);
     INSERT INTO "ASNCDC"."IBMSNAP_REGISTER"
-        ("SOURCE_OWNER", "SOURCE_TABLE", "GLOBAL_RECORD", "CD_OWNER", "CD_TABLE",
-         "PHYS_CHANGE_OWNER", "PHYS_CHANGE_TABLE", "STATE", "STATE_TIME")
-    VALUES (table_schema, table_name, 'N', 'ASNCDC', cd_name, 'ASNCDC', cd_name, 'I', now())
+        ("SOURCE_OWNER", "SOURCE_TABLE", "GLOBAL_RECORD", "SOURCE_CONDENSED", "CD_OWNER",
+         "CD_TABLE", "PHYS_CHANGE_OWNER", "PHYS_CHANGE_TABLE", "STATE", "STATE_TIME",
+         "CHG_UPD_TO_DEL_INS")
+    VALUES (table_schema, table_name, 'N', 'Y', 'ASNCDC', cd_name, 'ASNCDC', cd_name, 'A', now(),
+            'Y')
     ON CONFLICT ("SOURCE_OWNER", "SOURCE_TABLE", "SOURCE_VIEW_QUAL") DO UPDATE
        SET "CD_OWNER" = EXCLUDED."CD_OWNER", "CD_TABLE" = EXCLUDED."CD_TABLE",
-           "STATE" = 'I', "STATE_TIME" = now(),
+           "STATE" = 'A', "STATE_TIME" = now(), "CHG_UPD_TO_DEL_INS" = 'Y',
            "CD_NEW_SYNCHPOINT" = NULL, "CD_OLD_SYNCHPOINT" = NULL;
     SELECT a."PUBLICATION" INTO publication FROM "ASNCDC"."EMULATION_AGENT" a;
     IF NOT EXISTS (SELECT 1 FROM pg_publication_rel r JOIN pg_publication p ON p.oid = r.prpubid
