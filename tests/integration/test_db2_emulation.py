@@ -456,10 +456,40 @@ def test_several_server_side_cursors_stream_at_once(db2_emulation: Db2Emulation)
         conn.rollback()
         conn.set_isolation(Isolation.REPEATABLE_READ)
         assert conn.query("SHOW transaction_isolation") == [("repeatable read",)]
-        assert conn.execute('LOCK TABLE "EMU_CURSORS"."T" IN ACCESS SHARE MODE') == -1
+        assert conn.execute('LOCK TABLE "EMU_CURSORS"."T" IN SHARE MODE') == -1
         conn.rollback()
     assert pairs[0] == ((1,), (251,))
     assert len(pairs) == 250
+
+
+def test_the_db2_dialect_runs_and_postgresqls_spelling_is_refused(
+    db2_emulation: Db2Emulation,
+) -> None:
+    make_table(db2_emulation, "EMU_DIALECT", "T", '"ID" integer PRIMARY KEY')
+    table = '"EMU_DIALECT"."T"'
+    with connect(endpoint(db2_emulation)) as conn:
+        for refused in (
+            "SAVEPOINT s",  # Db2 requires ON ROLLBACK RETAIN CURSORS
+            f"LOCK TABLE {table} IN ACCESS SHARE MODE",
+            "SET LOCAL lock_timeout = 100",
+        ):
+            with pytest.raises(StatementError) as raised:
+                conn.execute(refused)
+            assert raised.value.sqlcode == -104, refused
+            conn.rollback()
+
+        conn.set_isolation(Isolation.REPEATABLE_READ)
+        conn.execute(sql.lock_timeout(-1))
+        conn.execute(sql.SAVEPOINT.format(name="s"))
+        conn.execute(sql.SCHEMA_LOCK.format(table=table))
+        conn.execute(sql.ROLLBACK_TO_SAVEPOINT.format(name="s"))
+        # Db2 keeps the lock a rollback to the savepoint would release in PostgreSQL
+        with psycopg.connect(db2_emulation.dsn(), autocommit=True) as other:
+            other.execute("SET lock_timeout = 300")
+            with pytest.raises(psycopg.errors.LockNotAvailable):
+                other.execute(f'ALTER TABLE {table} ADD COLUMN "X" integer')
+        assert conn.query(f"SELECT COUNT(*) FROM {table} WITH UR") == [(0,)]
+        conn.rollback()
 
 
 def test_a_missing_table_is_sqlcode_204(db2_emulation: Db2Emulation) -> None:
@@ -508,11 +538,11 @@ def test_statement_errors_carry_db2_sqlcodes(
 def test_a_lock_timeout_is_retriable(db2_emulation: Db2Emulation) -> None:
     make_table(db2_emulation, "EMU_LOCK", "T", '"ID" integer PRIMARY KEY')
     with psycopg.connect(db2_emulation.dsn()) as holder:
-        holder.execute('LOCK TABLE "EMU_LOCK"."T" IN ACCESS EXCLUSIVE MODE')
+        holder.execute('LOCK TABLE "EMU_LOCK"."T" IN ACCESS EXCLUSIVE MODE')  # PostgreSQL's
         with connect(endpoint(db2_emulation)) as conn:
-            conn.execute(sql.DIALECTS[conn.dialect].lock_timeout(200))
+            conn.execute(sql.lock_timeout(200))  # Db2's: SET CURRENT LOCK TIMEOUT 1
             with pytest.raises(RetriableError, match="SQLCODE=-911"):
-                conn.execute('LOCK TABLE "EMU_LOCK"."T" IN ACCESS SHARE MODE')
+                conn.execute('LOCK TABLE "EMU_LOCK"."T" IN SHARE MODE')
             conn.rollback()
         holder.rollback()
 

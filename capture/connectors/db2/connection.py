@@ -35,14 +35,6 @@ _SQLCODE = re.compile(r"SQLCODE=(-?\d+)")
 _SQLSTATE = re.compile(r"SQLSTATE=(\w{5})")
 
 
-class Dialect(enum.StrEnum):
-    """Whose SQL the server speaks where Db2 and PostgreSQL cannot agree (see :mod:`.sql`)."""
-
-    DB2 = "db2"
-    POSTGRESQL = "postgresql"
-    """The test suite's emulation of Db2's ASN capture in PostgreSQL."""
-
-
 class Isolation(enum.StrEnum):
     """Transaction isolation as JDBC names it; on Db2 these are UR, CS, RS and RR."""
 
@@ -103,7 +95,6 @@ class DbApiConnection(Protocol):
 class Driver(Protocol):
     """A PEP 249 driver for Db2's SQL and what the connector needs beyond PEP 249."""
 
-    dialect: Dialect
     paramstyle: str
     """``qmark`` (``?``, ibm_db) or ``format`` (``%s``)."""
     errors: tuple[type[Exception], ...]
@@ -121,7 +112,6 @@ class Driver(Protocol):
 class IbmDbDriver:
     """IBM's ``ibm_db_dbi`` (the CLI driver inside the ``ibm_db`` wheel)."""
 
-    dialect = Dialect.DB2
     paramstyle = "qmark"
 
     def __init__(self) -> None:
@@ -220,7 +210,6 @@ class Connection:
 
     def __init__(self, driver: Driver, conn: DbApiConnection, endpoint: Endpoint) -> None:
         self.driver = driver
-        self.dialect = driver.dialect
         self._conn = conn
         self._endpoint = endpoint
         self._format = driver.paramstyle == "format"

@@ -88,7 +88,6 @@ class Db2Snapshot:
         recorded to schema history."""
         self._tables, self._recorded, self._parts = tables_, recorded, parts
         self._conn = connect(parts.endpoint, parts.driver)
-        self._dialect = sql.DIALECTS[self._conn.dialect]
         self._position: Db2Position | None = None
 
     def lock(self) -> None:
@@ -98,10 +97,10 @@ class Db2Snapshot:
         if mode not in ("repeatable_read", "exclusive"):
             log.info("snapshot: %s isolation, no table locks", mode)
             return
-        self._conn.execute(self._dialect.lock_timeout(parts.lock_timeout_ms))
+        self._conn.execute(sql.lock_timeout(parts.lock_timeout_ms))
         if mode == "repeatable_read":
-            self._conn.execute(self._dialect.savepoint.format(name=SAVEPOINT))
-        statement = self._dialect.schema_lock if mode == "repeatable_read" else sql.EXCLUSIVE_LOCK
+            self._conn.execute(sql.SAVEPOINT.format(name=SAVEPOINT))
+        statement = sql.SCHEMA_LOCK if mode == "repeatable_read" else sql.EXCLUSIVE_LOCK
         for table in self._tables:
             log.info("snapshot: locking %s (%s)", table, mode)
             self._conn.execute(statement.format(table=sql.table_name(table.schema, table.table)))
@@ -133,7 +132,13 @@ class Db2Snapshot:
     def release(self) -> None:
         if self._parts.isolation_mode == "repeatable_read":
             self._conn.execute(sql.ROLLBACK_TO_SAVEPOINT.format(name=SAVEPOINT))
-            log.info("snapshot: structure locks released")
+            # Db2 keeps locks taken after a savepoint when rolling back to it (ON ROLLBACK
+            # RETAIN LOCKS, its only behaviour): the intent locks last until the snapshot's
+            # transaction ends, as in Debezium, whose comment says otherwise
+            log.info(
+                "snapshot: rolled back to the savepoint; Db2 holds the structure locks "
+                "until the snapshot ends"
+            )
 
     def rows(self) -> Iterator[RowChange]:
         parts = self._parts

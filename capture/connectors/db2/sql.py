@@ -3,21 +3,21 @@
 Identifiers are always quoted with their stored (upper) case, parameters are ``?`` markers,
 LSNs are compared as binary values bound as parameters (never ``X'…'`` literals), row limits
 are ``FETCH FIRST n ROWS ONLY`` and multi-column key ranges are spelled out with ``AND``/``OR``
-(Db2 has no row-value ``>``): SQL that Db2 and PostgreSQL both accept, so the same text runs
-against a real Db2 and against the test suite's emulation of it. Where the two cannot agree,
-:class:`DialectStatements` names the difference; there are three.
+(Db2 has no row-value ``>``): Db2's SQL, which the test suite's emulation of Db2 runs too (it
+translates the few Db2-only statements, the snapshot's locks, for its PostgreSQL).
 
 The ASN objects read (``cdc.control.schema``, default ``ASNCDC``):
 
 * ``IBMSNAP_REGISTER`` — one row per table in capture mode (``GLOBAL_RECORD = 'N'``): the
-  source table, its change-data (CD) table, ``STATE`` (``A`` active, ``I`` inactive) and
-  ``CD_NEW_SYNCHPOINT``/``CD_OLD_SYNCHPOINT`` (where the registration's capture starts and
-  stops); and the global row (``GLOBAL_RECORD = 'Y'``), whose ``SYNCHPOINT``/``SYNCHTIME``
-  the capture agent advances on every commit cycle.
+  source table, its change-data (CD) table, ``STATE`` (``A`` active, ``I`` inactive),
+  ``CD_OLD_SYNCHPOINT`` (where the agent started capturing the table) and
+  ``CD_NEW_SYNCHPOINT`` (its last captured commit); and the global row
+  (``GLOBAL_RECORD = 'Y'``), whose ``SYNCHPOINT``/``SYNCHTIME`` the capture agent advances on
+  every commit cycle.
 * the CD tables (``cdc.change.tables.schema``): ``IBMSNAP_COMMITSEQ`` (commit LSN),
   ``IBMSNAP_INTENTSEQ`` (change LSN), ``IBMSNAP_OPERATION`` (``I``/``D``; an update is a
-  ``D`` then an ``I`` in the same commit, as ``CHG_UPD_TO_DEL_INS='Y'`` registers it) and
-  the source table's columns.
+  ``D`` then an ``I`` in the same commit where ``CHG_UPD_TO_DEL_INS='Y'``, one ``U`` row
+  otherwise) and the source table's columns (LOB and XML values are not copied).
 * ``IBMSNAP_CAPPARMS`` — the agent's ``COMMIT_INTERVAL`` and ``SLEEP_INTERVAL`` (seconds).
 
 And the catalog: ``SYSCAT.TABLES`` and ``SYSCAT.COLUMNS``.
@@ -27,8 +27,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-from cdcflow.capture.connectors.db2.connection import Dialect
 
 UPDATE_BEFORE, UPDATE_AFTER, DELETE, INSERT = 3, 4, 1, 2
 """The ``OPCODE`` the change query gives each CD row (Debezium's numbering)."""
@@ -46,49 +44,23 @@ def table_name(schema: str, table: str) -> str:
     return f"{quote(schema)}.{quote(table)}"
 
 
-@dataclass(frozen=True)
-class DialectStatements:
-    """The statements Db2 and PostgreSQL spell differently.
-
-    * a lock that keeps a table's structure from changing while it is read: Db2 reads no row
-      under cursor stability (``WITH CS`` takes the table's intent lock, as Debezium does);
-      PostgreSQL takes ``ACCESS SHARE``;
-    * the lock wait: Db2's ``CURRENT LOCK TIMEOUT`` is in seconds (``WAIT``: forever,
-      ``NOT WAIT``: fail at once); PostgreSQL's ``lock_timeout`` in milliseconds;
-    * a savepoint: Db2 requires ``ON ROLLBACK RETAIN CURSORS``.
-    """
-
-    schema_lock: str
-    lock_wait_forever: str
-    lock_no_wait: str
-    lock_wait_ms: str
-    savepoint: str
-
-    def lock_timeout(self, timeout_ms: int) -> str:
-        """``snapshot.lock.timeout.ms``: -1 waits forever, 0 fails at once."""
-        if timeout_ms < 0:
-            return self.lock_wait_forever
-        if timeout_ms == 0:
-            return self.lock_no_wait
-        return self.lock_wait_ms.format(seconds=max(1, round(timeout_ms / 1000)), ms=timeout_ms)
+#: A lock that keeps a table's structure from changing while it is read: a read of no row
+#: under cursor stability takes the table's intent lock (Debezium's statement). Db2 keeps it
+#: past a rollback to the savepoint taken before it, until the transaction ends.
+SCHEMA_LOCK = "SELECT * FROM {table} WHERE 0=1 WITH CS"
+#: Db2 requires a savepoint to say what a rollback to it does to open cursors.
+SAVEPOINT = "SAVEPOINT {name} ON ROLLBACK RETAIN CURSORS"
 
 
-DIALECTS = {
-    Dialect.DB2: DialectStatements(
-        schema_lock="SELECT * FROM {table} WHERE 0=1 WITH CS",
-        lock_wait_forever="SET CURRENT LOCK TIMEOUT WAIT",
-        lock_no_wait="SET CURRENT LOCK TIMEOUT NOT WAIT",
-        lock_wait_ms="SET CURRENT LOCK TIMEOUT {seconds}",
-        savepoint="SAVEPOINT {name} ON ROLLBACK RETAIN CURSORS",
-    ),
-    Dialect.POSTGRESQL: DialectStatements(
-        schema_lock="LOCK TABLE {table} IN ACCESS SHARE MODE",
-        lock_wait_forever="SET LOCAL lock_timeout = 0",
-        lock_no_wait="SET LOCAL lock_timeout = 1",
-        lock_wait_ms="SET LOCAL lock_timeout = {ms}",
-        savepoint="SAVEPOINT {name}",
-    ),
-}
+def lock_timeout(timeout_ms: int) -> str:
+    """``snapshot.lock.timeout.ms`` as Db2's ``CURRENT LOCK TIMEOUT`` (whole seconds): -1
+    waits forever, 0 fails at once."""
+    if timeout_ms < 0:
+        return "SET CURRENT LOCK TIMEOUT WAIT"
+    if timeout_ms == 0:
+        return "SET CURRENT LOCK TIMEOUT NOT WAIT"
+    return f"SET CURRENT LOCK TIMEOUT {max(1, round(timeout_ms / 1000))}"
+
 
 ROLLBACK_TO_SAVEPOINT = "ROLLBACK TO SAVEPOINT {name}"
 EXCLUSIVE_LOCK = "LOCK TABLE {table} IN EXCLUSIVE MODE"

@@ -10,7 +10,12 @@ It keeps to what :class:`cdcflow.capture.connectors.db2.connection.Driver` promi
   [IBM][CLI Driver][DB2/LINUXX8664] SQL0204N  … SQLSTATE=42704 SQLCODE=-204``, of the class
   ibm_db_dbi picks by SQLSTATE, with PostgreSQL's SQLSTATE mapped to the Db2 SQLSTATE and
   SQLCODE that Db2 would give, and never the password;
-* a BOOLEAN comes back as the integer 0 or 1, as ibm_db returns it.
+* a BOOLEAN comes back as the integer 0 or 1, as ibm_db returns it;
+* the connector's Db2 dialect runs: ``SELECT … WITH CS``/``UR``/``RS``/``RR``, ``SET CURRENT
+  LOCK TIMEOUT``, ``SAVEPOINT … ON ROLLBACK RETAIN CURSORS`` and ``LOCK TABLE … IN
+  SHARE|EXCLUSIVE MODE`` are translated for PostgreSQL (EXCLUSIVE blocks readers, as Db2's
+  does for all but UR), while their PostgreSQL spellings are refused (SQL0104N), and a
+  ``ROLLBACK TO SAVEPOINT`` keeps the table locks taken since, as Db2 does.
 
 What it does not reproduce: DECFLOAT as text and BLOB as ``memoryview`` (PostgreSQL reports a
 domain's base type, so the driver cannot tell DECFLOAT from DECIMAL nor BLOB from VARBINARY).
@@ -30,7 +35,6 @@ from psycopg import pq
 
 from cdcflow.capture.connectors.db2.connection import (
     DbApiConnection,
-    Dialect,
     Endpoint,
     Isolation,
 )
@@ -170,6 +174,57 @@ def translate(error: psycopg.Error, *, password: str = "") -> DatabaseError:
     return statement_code(error.sqlstate).statement_error(_one_line(str(error), password))
 
 
+#: The Db2 statements the connector sends that PostgreSQL spells otherwise, each translated
+#: for the emulation's PostgreSQL; a Db2-only form not listed here is refused as Db2 would
+#: refuse PostgreSQL's spelling (SQL0104N), so a mistake in the Db2 dialect cannot pass.
+_SCHEMA_LOCK = re.compile(r"^SELECT \* FROM (?P<table>\S+) WHERE 0=1 WITH CS$", re.IGNORECASE)
+_ISOLATION_CLAUSE = re.compile(
+    r"^(?P<query>SELECT\b.*?)\s+WITH (UR|CS|RS|RR)$", re.IGNORECASE | re.DOTALL
+)
+_LOCK_TIMEOUT = re.compile(
+    r"^SET CURRENT LOCK TIMEOUT (?P<value>WAIT|NOT WAIT|NULL|\d+)$", re.IGNORECASE
+)
+_SAVEPOINT = re.compile(
+    r"^SAVEPOINT (?P<name>\w+)(?P<retain> ON ROLLBACK RETAIN CURSORS)?$", re.IGNORECASE
+)
+_LOCK_TABLE = re.compile(r"^LOCK TABLE (?P<table>\S+) IN (?P<mode>[A-Z ]+) MODE$", re.IGNORECASE)
+_ROLLBACK_TO = re.compile(r"^ROLLBACK TO SAVEPOINT (?P<name>\w+)$", re.IGNORECASE)
+SYNTAX_ERROR = Db2Code("42601", -104)
+
+
+def translate_db2(statement: str) -> list[str]:
+    """The PostgreSQL statements that do what the Db2 ``statement`` does."""
+    text = statement.strip()
+    if found := _SCHEMA_LOCK.match(text):  # reads nothing; the table's intent lock stays
+        return [f"LOCK TABLE {found['table']} IN ACCESS SHARE MODE"]
+    if found := _ISOLATION_CLAUSE.match(text):
+        return [found["query"]]
+    if found := _LOCK_TIMEOUT.match(text):  # a session register, in seconds
+        value = found["value"].upper()
+        named = {"WAIT": "0", "NULL": "0", "NOT WAIT": "1"}
+        ms = named[value] if value in named else str(int(value) * 1000)
+        return [f"SET lock_timeout = {ms}"]
+    if found := _SAVEPOINT.match(text):
+        if not found["retain"]:
+            raise SYNTAX_ERROR.statement_error(
+                f'An unexpected token "END-OF-STATEMENT" was found following "SAVEPOINT '
+                f'{found["name"]}". Expected tokens may include: "ON ROLLBACK RETAIN CURSORS".'
+            )
+        return [f"SAVEPOINT {found['name']}"]
+    if found := _LOCK_TABLE.match(text):
+        mode = found["mode"].upper()
+        if mode not in ("SHARE", "EXCLUSIVE"):
+            raise SYNTAX_ERROR.statement_error(
+                f'An unexpected token "{found["mode"]}" was found following "IN". Expected '
+                'tokens may include: "SHARE EXCLUSIVE".'
+            )
+        pg_mode = "SHARE" if mode == "SHARE" else "ACCESS EXCLUSIVE"
+        return [f"LOCK TABLE {found['table']} IN {pg_mode} MODE"]
+    if re.match(r"^SET\s+(LOCAL\s+)?lock_timeout\b", text, re.IGNORECASE):
+        raise SYNTAX_ERROR.statement_error('An unexpected token "lock_timeout" was found.')
+    return [statement]
+
+
 _QUERY = re.compile(r"^\s*(\(\s*)*(SELECT|WITH|VALUES)\b", re.IGNORECASE)
 _LOCKING = re.compile(r"\bFOR\s+(UPDATE|SHARE|NO\s+KEY\s+UPDATE|KEY\s+SHARE)\b", re.IGNORECASE)
 _names = itertools.count(1)
@@ -183,9 +238,10 @@ def streams_rows(statement: str) -> bool:
 class Cursor:
     """A PEP 249 cursor: queries on a server-side cursor, anything else on a client one."""
 
-    def __init__(self, conn: psycopg.Connection[Any], password: str) -> None:
+    def __init__(self, conn: psycopg.Connection[Any], password: str, locks: HeldLocks) -> None:
         self._conn = conn
         self._password = password
+        self._locks = locks
         self._cursor: psycopg.Cursor[Any] | psycopg.ServerCursor[Any] | None = None
         self.arraysize = 1
 
@@ -199,15 +255,21 @@ class Cursor:
 
     def execute(self, operation: str, parameters: Sequence[Any] = ()) -> Cursor:
         self._release()
+        statements = translate_db2(operation)
         try:
-            if streams_rows(operation):
-                self._cursor = self._conn.cursor(name=f"db2emu_{next(_names)}")
-            else:
-                self._cursor = self._conn.cursor()
-            self._cursor.execute(cast(Any, operation), tuple(parameters) or None)
+            for statement in statements:
+                self._run(statement, parameters)
         except psycopg.Error as error:
             raise translate(error, password=self._password) from None
+        self._locks.track(operation, statements, self._conn)
         return self
+
+    def _run(self, statement: str, parameters: Sequence[Any]) -> None:
+        if streams_rows(statement):
+            self._cursor = self._conn.cursor(name=f"db2emu_{next(_names)}")
+        else:
+            self._cursor = self._conn.cursor()
+        self._cursor.execute(cast(Any, statement), tuple(parameters) or None)
 
     def fetchone(self) -> tuple[Any, ...] | None:
         return cast("tuple[Any, ...] | None", self._call(lambda c: c.fetchone()))
@@ -240,22 +302,43 @@ class Cursor:
             cursor.close()
 
 
+class HeldLocks:
+    """The table locks of a connection's transaction. Db2 keeps the locks taken after a
+    savepoint when the transaction rolls back to it (PostgreSQL releases them), so the
+    emulation takes them again after a ``ROLLBACK TO SAVEPOINT``."""
+
+    def __init__(self) -> None:
+        self._locks: list[str] = []
+
+    def track(self, operation: str, statements: list[str], conn: psycopg.Connection[Any]) -> None:
+        if _ROLLBACK_TO.match(operation.strip()):
+            for lock in self._locks:
+                conn.execute(cast(Any, lock))
+        self._locks.extend(s for s in statements if s.upper().startswith("LOCK TABLE"))
+
+    def clear(self) -> None:
+        self._locks.clear()
+
+
 class Connection:
     """A PEP 249 connection over one psycopg connection (autocommit off)."""
 
     def __init__(self, conn: psycopg.Connection[Any], password: str) -> None:
         self.raw = conn
         self._password = password
+        self._locks = HeldLocks()
 
     def cursor(self) -> Cursor:
         if self.raw.closed:
             raise UNREACHABLE.statement_error("the connection is closed")
-        return Cursor(self.raw, self._password)
+        return Cursor(self.raw, self._password, self._locks)
 
     def commit(self) -> None:
+        self._locks.clear()
         self._run(self.raw.commit)
 
     def rollback(self) -> None:
+        self._locks.clear()
         self._run(self.raw.rollback)
 
     def close(self) -> None:
@@ -286,7 +369,6 @@ _ISOLATION = {
 class EmulationDriver:
     """The :class:`~cdcflow.capture.connectors.db2.connection.Driver` of the emulation."""
 
-    dialect = Dialect.POSTGRESQL
     paramstyle = "format"
     #: as the real driver's: a binding mistake surfaces as a statement error, not raw
     errors: tuple[type[Exception], ...] = (Error, Exception)
