@@ -255,6 +255,36 @@ def test_a_stopped_capture_agent_is_reported_and_streaming_resumes_when_it_runs_
     assert _ops(events) == [("c", {"id": 1})]
 
 
+def test_a_cold_started_agent_stops_the_connector_unless_it_may_snapshot_again(
+    emulated_db2: Db2Driver,
+) -> None:
+    db2 = emulated_db2
+    table = db2.table("cold")
+    db2.create_table(table, ((1, "a"),))
+    running = db2.start([table], **PLAIN)
+    db2.run(db2.insert(table, (2, "b")))
+    db2.wait_for_events(table, lambda ev: len(ev) >= 2)
+    running.stop()
+    emulation = db2.db2
+    emulation.stop_agent()
+    db2.run(db2.insert(table, (3, "lost by the cold start")))
+    emulation.cold_start()  # the CD tables emptied, the log since the last capture skipped
+    db2.run(db2.insert(table, (4, "d")))
+    emulation.wait_captured()
+
+    refused = db2.capture.start(db2.resource([table], **PLAIN), login=db2.login, wait_for=None)
+    refused.thread.join(60)
+    assert refused.errors and isinstance(refused.errors[0], FatalError)
+    message = str(refused.errors[0])
+    assert "older than where ASN's change tables begin" in message
+    assert "snapshot.mode=when_needed" in message and "cdcflow offsets set" in message
+
+    again = db2.start([table], **PLAIN, **{"snapshot.mode": "when_needed"})
+    events = db2.wait_for_events(table, lambda ev: len(ev) >= 6)
+    again.stop()
+    assert [(e.op, e.key["id"]) for e in events[2:]] == [("r", 1), ("r", 2), ("r", 3), ("r", 4)]
+
+
 def test_a_user_without_select_on_the_asn_tables_is_told_what_to_grant(
     emulated_db2: Db2Driver,
 ) -> None:

@@ -74,6 +74,9 @@ class Db2Connector:
         self.signal_table = TableId.parse(signal) if signal else None
         self._conn: Connection | None = None
         self._registered: dict[TableId, tables.Registration] = {}
+        #: Captured tables whose changes after the stored position are gone (see
+        #: :meth:`position_available`).
+        self._lost: list[tables.Registration] = []
         self._start: Db2Position | None = None
         self._chunks: Db2Chunks | None = None
         self._stream: ChangeStream | None = None
@@ -165,8 +168,38 @@ class Db2Connector:
         return Db2Position.from_offset(offset)
 
     def position_available(self, offset: Offset | None) -> bool:
-        """The change tables are pruned only of changes every reader applied: always."""
-        return True
+        """Whether the change tables still hold every change after ``offset``: not when a
+        table captured then has a capture start (``CD_OLD_SYNCHPOINT``) past it, as after a
+        cold start of the agent, pruning, or the table registered again."""
+        self._lost = self._tables_lost_at(offset)
+        return not self._lost
+
+    def _tables_lost_at(self, offset: Offset | None) -> list[tables.Registration]:
+        if offset is None or not offset.connector_values():
+            return []
+        position = Db2Position.from_offset(offset).commit_lsn
+        return [
+            registration
+            for table, registration in self._registered.items()
+            if self._captures(table)
+            and table in self.structures  # captured at the position (schema history)
+            and registration.start is not None
+            and registration.start > position
+        ]
+
+    def _lost_position(self, offset: Offset) -> FatalError:
+        position = Db2Position.from_offset(offset).commit_lsn
+        starts = ", ".join(f"{r.table} from {r.start}" for r in self._lost)
+        newest = max(r.start for r in self._lost if r.start is not None)
+        return FatalError(
+            f"the stored position {position} is older than where ASN's change tables begin "
+            f"({starts}, CD_OLD_SYNCHPOINT): their changes in between are gone — the capture "
+            "agent was cold-started or pruned them, or the tables were registered again (the "
+            "offline schema procedure). Set snapshot.mode=when_needed to take a new snapshot; "
+            "or, if nothing changed in those tables in between (the offline procedure with "
+            "writes stopped), resume where their change tables begin: cdcflow offsets set "
+            f'-f <connector.yaml> \'{{"commit_lsn": "{newest}"}}\''
+        )
 
     # -- snapshot and stream -----------------------------------------------------------------
 
@@ -221,6 +254,8 @@ class Db2Connector:
             offset, order_key=lambda end: self.position(end).order_key()
         )
         if offset is not None and offset.connector_values():
+            if window is None and not self.position_available(offset):
+                raise self._lost_position(offset)
             start = Db2Position.from_offset(offset)
         elif self._start is not None:
             start = self._start

@@ -208,7 +208,7 @@ class ChangeStream:
 
     def _window(self, first: Lsn, last: Lsn) -> Iterator[Event]:
         ts_ms = time.time_ns() // 1_000_000
-        yield from self._refresh_registrations()
+        yield from self._refresh_registrations(last)
         streams = []
         for registration in self._registrations.values():
             names, rows = self._conn.open(
@@ -333,13 +333,19 @@ class ChangeStream:
 
     # -- registrations and structures --------------------------------------------------------
 
-    def _refresh_registrations(self) -> Iterator[SchemaChange]:
-        """Tables entering capture mode or registered again: their structure, if new."""
-        found = {
-            table: registration
-            for table, registration in tables.registrations(self._conn, self._statements).items()
-            if self._captures(table)
-        }
+    def _refresh_registrations(self, last: Lsn) -> Iterator[SchemaChange]:
+        """Tables entering capture mode or registered again: their structure, if new. A
+        registration whose capture starts after ``last`` waits for a window that reaches it,
+        so a table is recorded at a position its change table covers."""
+        found: dict[TableId, tables.Registration] = {}
+        for table, registration in tables.registrations(self._conn, self._statements).items():
+            if not self._captures(table):
+                continue
+            if registration.start is not None and registration.start > last:
+                if table in self._registrations:  # until a window reaches the new start
+                    found[table] = self._registrations[table]
+                continue
+            found[table] = registration
         for table, registration in found.items():
             known = self._registrations.get(table)
             if known is None or (known.cd_table, known.start) != (

@@ -175,6 +175,22 @@ class Db2Emulation:
         self.services("start")
         self._wait(lambda: self._agent_state() == "started", timeout_s, "the agent to start")
 
+    def cold_start(self, *, timeout_s: float = 10.0) -> None:
+        """Stop the agent and start it cold (``STARTMODE='COLD'``): the CD tables are emptied
+        and what was committed while it was stopped is never captured."""
+        self.stop_agent(timeout_s=timeout_s)
+        self.execute("""UPDATE "ASNCDC"."IBMSNAP_CAPPARMS" SET "STARTMODE" = 'COLD'""")
+        self.services("start")
+        self._wait(
+            lambda: (
+                self._agent_state() == "started"
+                and self.query('SELECT "STARTMODE" FROM "ASNCDC"."IBMSNAP_CAPPARMS"')[0][0]
+                == "WARMSI"
+            ),
+            timeout_s,
+            "the agent to start cold",
+        )
+
     def set_capture_parameters(self, *, commit_interval_s: int, sleep_interval_s: int) -> None:
         """What ``IBMSNAP_CAPPARMS`` reports (the connector derives its agent timeout)."""
         with psycopg.connect(self.dsn(), autocommit=True) as conn:

@@ -19,7 +19,10 @@ on ``reinit``, never in between: a registration marked ``'A'`` or ``'I'``, or a 
 altered, changes nothing until the next reinit (the schema procedures' reason for being). At
 that reinit, a registration it did not capture before starts at the current ``SYNCHPOINT``,
 which it writes to ``CD_OLD_SYNCHPOINT`` (and ``CD_NEW_SYNCHPOINT``): the point from which the
-CD table holds every change of the table. A CD table dropped under it (``REMOVETABLE``) stops
+CD table holds every change of the table. A start with ``IBMSNAP_CAPPARMS.STARTMODE='COLD'``
+is a cold start: the CD tables are emptied, what the log holds since the last capture is
+skipped, and every registration starts again (a new ``CD_OLD_SYNCHPOINT``). Nothing is ever
+pruned otherwise. A CD table dropped under it (``REMOVETABLE``) stops
 being written, as asncap deactivates a registration whose CD table is gone. LOB and XML
 values are not copied (ASN logs only that a LOB changed): those CD columns stay NULL.
 
@@ -261,6 +264,8 @@ class CaptureAgent:
                 """ WHERE "ACTUAL_STATE" <> 'stopped'"""
             )
             return
+        if not self._started and self._cold_start_requested(conn):
+            self._cold_start(conn)
         conn.execute("SELECT pg_logical_emit_message(false, %s, 'cycle')", (MARKER_PREFIX,))
         peeked = self._peek(conn)
         with conn.transaction():
@@ -279,6 +284,40 @@ class CaptureAgent:
             self.covered_lsn = max(self.covered_lsn, peeked.marker_lsn)
             self.cycles += 1
             self._progress.notify_all()
+
+    def _cold_start_requested(self, conn: PgConnection) -> bool:
+        row = conn.execute('SELECT "STARTMODE" FROM "ASNCDC"."IBMSNAP_CAPPARMS"').fetchone()
+        return row is not None and str(row[0]).strip().upper() == "COLD"
+
+    def _cold_start(self, conn: PgConnection) -> None:
+        """asncap's cold start: the CD tables are emptied, the log read so far is skipped
+        (what was committed while the agent was down is never captured) and every
+        registration starts capturing afresh at the next cycle (a new CD_OLD_SYNCHPOINT).
+        STARTMODE goes back to WARMSI, so only this start is cold."""
+        log.warning("db2 emulation: cold start")
+        end = conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()
+        assert end is not None
+        conn.execute(
+            "SELECT pg_replication_slot_advance(%s, %s::pg_lsn)", (self._slot, str(end[0]))
+        )
+        with conn.transaction():
+            for cd_owner, cd_table in conn.execute(
+                """SELECT "CD_OWNER", "CD_TABLE" FROM "ASNCDC"."IBMSNAP_REGISTER" """
+                """WHERE "GLOBAL_RECORD" = 'N' """
+                """AND to_regclass(format('%I.%I', "CD_OWNER", "CD_TABLE")) IS NOT NULL"""
+            ).fetchall():
+                conn.execute(sql.SQL("DELETE FROM {}").format(sql.Identifier(cd_owner, cd_table)))
+            conn.execute(
+                """UPDATE "ASNCDC"."IBMSNAP_REGISTER" SET "SYNCHPOINT" = %s"""
+                """ WHERE "GLOBAL_RECORD" = 'Y'""",
+                (lsn_bytes(pgoutput.parse_lsn(str(end[0]))),),
+            )
+            conn.execute(
+                """UPDATE "ASNCDC"."IBMSNAP_REGISTER" SET "CD_OLD_SYNCHPOINT" = NULL,"""
+                """ "CD_NEW_SYNCHPOINT" = NULL WHERE "GLOBAL_RECORD" = 'N'"""
+            )
+            conn.execute("""UPDATE "ASNCDC"."IBMSNAP_CAPPARMS" SET "STARTMODE" = 'WARMSI'""")
+        self._captured = {}
 
     def _wishes(self, conn: PgConnection) -> tuple[str, int]:
         """What ASNCDCSERVICES asked: the state, and how many reinits are pending."""
