@@ -285,6 +285,57 @@ def test_a_cold_started_agent_stops_the_connector_unless_it_may_snapshot_again(
     assert [(e.op, e.key["id"]) for e in events[2:]] == [("r", 1), ("r", 2), ("r", 3), ("r", 4)]
 
 
+def test_a_transaction_the_agent_writes_in_two_capture_commits_is_emitted_whole(
+    emulated_db2: Db2Driver,
+) -> None:
+    db2 = emulated_db2
+    table = db2.table("split")
+    db2.create_table(table, ((1, "a"),))
+    agent = db2.db2.agent
+    running = db2.start([table], **PLAIN)
+    db2.wait_for_events(table, lambda ev: len(ev) >= 1)
+    agent.split_rows, _ = 4, agent.release_partial.clear()
+    try:
+        db2.run_atomically(*(db2.insert(table, (n, "tx")) for n in range(2, 12)))
+        deadline = time.monotonic() + 15
+        while len(db2.db2.cd_rows(db2.schema, table)) < 4:
+            assert time.monotonic() < deadline, "the agent never wrote the first part"
+            time.sleep(0.05)
+        time.sleep(2)  # several polls while the CD table holds part of the transaction
+        assert len(db2.capture.events(db2.topic(table))) == 1, "a partial transaction leaked"
+    finally:
+        agent.split_rows = None
+        agent.release_partial.set()
+    events = db2.wait_for_events(table, lambda ev: len(ev) >= 11)
+    running.stop()
+
+    streamed = events[1:]
+    assert [e.key["id"] for e in streamed] == list(range(2, 12))
+    assert len({e.payload["source"]["commit_lsn"] for e in streamed}) == 1
+
+
+def test_the_connector_keeps_pace_with_an_agent_on_its_configured_intervals(
+    emulated_db2: Db2Driver,
+) -> None:
+    db2 = emulated_db2
+    table = db2.table("paced")
+    db2.create_table(table)
+    emulation = db2.db2
+    emulation.set_capture_parameters(commit_interval_s=1, sleep_interval_s=2)
+    emulation.agent.follow_capture_parameters = True
+    try:
+        running = db2.start([table], **{"snapshot.mode": "no_data"}, **PLAIN)
+        time.sleep(13)  # longer than the agent timeout (11 s) while idle: no false alarm
+        assert "not running" not in running.engine.stats.last_error
+        db2.run(db2.insert(table, (1, None)))
+        events = db2.wait_for_events(table, lambda ev: len(ev) >= 1)
+        running.stop()
+    finally:
+        emulation.agent.follow_capture_parameters = False
+        emulation.set_capture_parameters(commit_interval_s=1, sleep_interval_s=1)
+    assert _ops(events) == [("c", {"id": 1})]
+
+
 def test_a_user_without_select_on_the_asn_tables_is_told_what_to_grant(
     emulated_db2: Db2Driver,
 ) -> None:

@@ -233,6 +233,32 @@ def test_a_table_with_a_boolean_column_cannot_enter_capture_mode(
     )
 
 
+def test_a_large_transaction_can_land_in_two_capture_commits(db2_emulation: Db2Emulation) -> None:
+    captured_table(db2_emulation, "EMU_SPLIT")
+    agent = db2_emulation.agent
+    point = global_row(db2_emulation)[0]
+    agent.split_rows, _ = 3, agent.release_partial.clear()
+    try:
+        db2_emulation.execute_atomically(
+            *(f"""INSERT INTO "EMU_SPLIT"."T" VALUES ({n}, 'row')""" for n in range(1, 11))
+        )
+        deadline = time.monotonic() + 10
+        while len(db2_emulation.cd_rows("EMU_SPLIT", "T")) < 3:
+            assert time.monotonic() < deadline, "the first part never reached the CD table"
+            time.sleep(0.05)
+        time.sleep(db2_emulation.sleep_s * 3)
+        assert len(db2_emulation.cd_rows("EMU_SPLIT", "T")) == 3
+        assert global_row(db2_emulation)[0] == point, "no synchpoint covers a partial write"
+    finally:
+        agent.split_rows = None
+        agent.release_partial.set()
+    db2_emulation.wait_captured()
+    rows = db2_emulation.cd_rows("EMU_SPLIT", "T")
+    assert [r[4] for r in rows] == list(range(1, 11))
+    assert len({bytes(r[COMMITSEQ]) for r in rows}) == 1
+    assert Lsn.of(global_row(db2_emulation)[0]) >= Lsn.of(rows[0][COMMITSEQ])
+
+
 def test_synchtime_advances_while_idle_and_stops_with_the_agent(
     db2_emulation: Db2Emulation,
 ) -> None:

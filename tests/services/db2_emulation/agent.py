@@ -22,7 +22,10 @@ which it writes to ``CD_OLD_SYNCHPOINT`` (and ``CD_NEW_SYNCHPOINT``): the point 
 CD table holds every change of the table. A start with ``IBMSNAP_CAPPARMS.STARTMODE='COLD'``
 is a cold start: the CD tables are emptied, what the log holds since the last capture is
 skipped, and every registration starts again (a new ``CD_OLD_SYNCHPOINT``). Nothing is ever
-pruned otherwise. A CD table dropped under it (``REMOVETABLE``) stops
+pruned otherwise. Two modes make timing realistic: ``follow_capture_parameters`` sleeps
+``SLEEP_INTERVAL`` seconds between cycles, and ``split_rows`` writes a large transaction's CD
+rows across two capture commits, moving the synchpoints only with the second. A CD table
+dropped under it (``REMOVETABLE``) stops
 being written, as asncap deactivates a registration whose CD table is gone. LOB and XML
 values are not copied (ASN logs only that a LOB changed): those CD columns stay NULL.
 
@@ -203,6 +206,17 @@ class CaptureAgent:
         #: The registrations captured, by source table, as of the last start or reinit.
         self._captured: dict[tuple[str, str], Registration] = {}
         self._started = False
+        self.follow_capture_parameters = False
+        """Sleep ``IBMSNAP_CAPPARMS.SLEEP_INTERVAL`` seconds between cycles, as asncap (the
+        default cycle is ``sleep_s``, far shorter, to keep the tests fast)."""
+        self.split_rows: int | None = None
+        """Write a transaction of more rows than this across two capture commits: the first
+        rows in one cycle (no synchpoint moves), the rest with the synchpoints later."""
+        self.release_partial = threading.Event()
+        """Clear it to hold a split transaction's second part until it is set again."""
+        self.release_partial.set()
+        #: (commit LSN, rows written) of a transaction whose first part is in the CD tables.
+        self._partial: tuple[int, int] | None = None
         self.cycles = 0
         self.last_error: BaseException | None = None
 
@@ -249,11 +263,17 @@ class CaptureAgent:
                 if conn is not None:
                     conn.close()
                 conn = None
-            self._stop.wait(self._sleep_s)
+            self._stop.wait(self._cycle_pause(conn))
         if conn is not None:
             conn.close()
 
     # -- one cycle ---------------------------------------------------------------------------
+
+    def _cycle_pause(self, conn: PgConnection | None) -> float:
+        if not self.follow_capture_parameters or conn is None or conn.closed:
+            return self._sleep_s
+        row = conn.execute('SELECT "SLEEP_INTERVAL" FROM "ASNCDC"."IBMSNAP_CAPPARMS"').fetchone()
+        return float(row[0]) if row is not None else self._sleep_s
 
     def _cycle(self, conn: PgConnection) -> None:
         requested, reinits_pending = self._wishes(conn)
@@ -268,6 +288,8 @@ class CaptureAgent:
             self._cold_start(conn)
         conn.execute("SELECT pg_logical_emit_message(false, %s, 'cycle')", (MARKER_PREFIX,))
         peeked = self._peek(conn)
+        if self._write_first_part(conn, peeked) or not self._may_finish_partial():
+            return
         with conn.transaction():
             self._forget_dropped(conn)
             captured_to = self._capture(conn, peeked.transactions)
@@ -278,12 +300,35 @@ class CaptureAgent:
                 """ "LAST_CYCLE" = now(), "REINITS_DONE" = "REINITS_DONE" + %s""",
                 (reinits_pending,),
             )
+        if self._partial is not None and self._partial[0] <= captured_to:
+            self._partial = None  # its second part is committed
         self._started = True
         self._advance_slot(conn, peeked)
         with self._progress:
             self.covered_lsn = max(self.covered_lsn, peeked.marker_lsn)
             self.cycles += 1
             self._progress.notify_all()
+
+    def _write_first_part(self, conn: PgConnection, peeked: PeekResult) -> bool:
+        """With ``split_rows``: the first rows of the next large transaction, committed on
+        their own (the synchpoints stay behind it). Whether it wrote them."""
+        if self.split_rows is None or self._partial is not None:
+            return False
+        row = conn.execute(
+            """SELECT "SYNCHPOINT" FROM "ASNCDC"."IBMSNAP_REGISTER" WHERE "GLOBAL_RECORD" = 'Y'"""
+        ).fetchone()
+        synchpoint = lsn_int(row[0]) if row is not None else 0
+        for transaction in peeked.transactions:
+            if transaction.commit_lsn > synchpoint and len(transaction.rows) > self.split_rows:
+                first = dataclasses.replace(transaction, rows=transaction.rows[: self.split_rows])
+                with conn.transaction():
+                    self._write_transaction(conn, first)
+                self._partial = (transaction.commit_lsn, self.split_rows)
+                return True
+        return False
+
+    def _may_finish_partial(self) -> bool:
+        return self._partial is None or self.release_partial.is_set()
 
     def _cold_start_requested(self, conn: PgConnection) -> bool:
         row = conn.execute('SELECT "STARTMODE" FROM "ASNCDC"."IBMSNAP_CAPPARMS"').fetchone()
@@ -431,7 +476,10 @@ class CaptureAgent:
             pgoutput.to_unix_us(transaction.commit_time_us) / 1_000_000, UTC
         ).replace(tzinfo=None)
         written: dict[tuple[str, str], int] = {}
-        for image in transaction.rows:
+        rows = transaction.rows
+        if self._partial is not None and self._partial[0] == transaction.commit_lsn:
+            rows = rows[self._partial[1] :]  # the first part was written in an earlier cycle
+        for image in rows:
             key = (image.schema, image.table)
             registration = self._captured.get(key)
             if registration is None or transaction.commit_lsn <= (registration.start or 0):
