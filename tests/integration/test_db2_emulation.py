@@ -222,6 +222,16 @@ def test_lob_and_xml_values_are_not_copied_into_the_cd_table(db2_emulation: Db2E
     assert row[4:] == (1, None, None, None, "v"), "ASN logs only that a LOB changed"
 
 
+def test_addtable_folds_names_to_upper_case_as_db2_does_with_the_scripts_unquoted_names(
+    db2_emulation: Db2Emulation,
+) -> None:
+    make_table(db2_emulation, "EMU_CASE", "lower", '"ID" integer PRIMARY KEY')
+    with pytest.raises(psycopg.Error, match='"EMU_CASE.LOWER" does not exist'):
+        db2_emulation.execute("CALL ASNCDC.ADDTABLE('EMU_CASE', 'lower')")
+    make_table(db2_emulation, "EMU_CASE", "UPPER", '"ID" integer PRIMARY KEY')
+    db2_emulation.execute("CALL ASNCDC.ADDTABLE('emu_case', 'upper')")  # folded, found
+
+
 def test_a_table_with_a_boolean_column_cannot_enter_capture_mode(
     db2_emulation: Db2Emulation,
 ) -> None:

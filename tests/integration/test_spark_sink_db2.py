@@ -85,7 +85,7 @@ def _run_workload(db2: Db2Driver) -> Captured:
     db2.run(
         f'CREATE TABLE {source} ("id" INTEGER NOT NULL PRIMARY KEY, '
         '"name" VARCHAR(40) NOT NULL, "n" INTEGER NOT NULL)',
-        f"INSERT INTO {source} SELECT k, 'snap' || k, 0 FROM generate_series(1, 20) k",
+        f"INSERT INTO {source} VALUES " + ", ".join(f"({k}, 'snap{k}', 0)" for k in range(1, 21)),
     )
     db2.db2.add_table(db2.schema, table)
     running = db2.start([table], **{"key.converter.schemas.enable": False})

@@ -299,7 +299,9 @@ class Db2Driver:
         return self.capture.name
 
     def table(self, stem: str) -> str:
-        return self.capture.table(stem)
+        # Db2's case: Debezium's ADDTABLE script joins names unquoted, so Db2 folds them to
+        # upper case and a lower-case table could not enter capture mode on a real server
+        return self.capture.table(stem).upper()
 
     def topic(self, table: str) -> str:
         return f"{self.schema}.{table}"

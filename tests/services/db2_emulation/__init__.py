@@ -11,10 +11,17 @@ the Db2 connector is tested against this emulation in the test suite's real Post
 * :mod:`.agent` plays ``asncap``: it reads PostgreSQL's log through logical decoding and
   writes committed changes into the CD tables in commit order, asynchronously;
 * :mod:`.driver` is the DB-API driver the connector names with ``db2.driver``, raising errors
-  worded like ``ibm_db``'s (``… SQLSTATE=42704 SQLCODE=-204``).
+  worded like ``ibm_db``'s (``… SQLSTATE=42704 SQLCODE=-204``) and running the connector's
+  Db2-only statements;
+* :mod:`.dialect` runs the tests' Db2 SQL (types, binary constants) on PostgreSQL, so the same
+  statements reach a real Db2.
 
-What it cannot show: Db2's own locking, its SQL dialect beyond what ``sql.py`` uses, and
-``asncap``'s real timing.
+It gives nothing real ASN would not (docs/db2.md lists each behaviour): registrations and CD
+columns are read at start and reinit only, ``CHG_UPD_TO_DEL_INS='N'`` gives ``U`` rows, LOB
+and XML values are not copied, BOOLEAN tables are refused, a cold start empties the CD
+tables. What it cannot show: Db2's isolation (UR dirty reads, RS blocking), pruning, and
+whether real asncap splits a transaction across capture commits (a mode shows the connector
+copes if it does).
 
 Typical use (see ``tests/plugins/fix_db2.py`` for the session fixture)::
 
@@ -40,6 +47,7 @@ from cdcflow.capture.connectors.postgres import pgoutput
 from cdcflow.capture.credentials import Login
 from cdcflow.operator.devservices.postgres import PostgresServer
 from tests.services.db2_emulation.agent import CaptureAgent, lsn_bytes
+from tests.services.db2_emulation.dialect import to_postgres
 
 __all__ = ["DRIVER_NAME", "Db2Emulation", "install"]
 
@@ -79,16 +87,17 @@ class Db2Emulation:
         }
 
     def execute(self, *statements: str) -> None:
-        """Run statements as the superuser, each committed on its own."""
+        """Run statements (Db2 SQL, :mod:`.dialect`) as the superuser, each committed on its
+        own."""
         with psycopg.connect(self.dsn(), autocommit=True) as conn:
             for statement in statements:
-                conn.execute(cast(Any, statement))
+                conn.execute(cast(Any, to_postgres(statement)))
 
     def execute_atomically(self, *statements: str) -> None:
-        """Run statements as the superuser in one transaction."""
+        """Run statements (Db2 SQL) as the superuser in one transaction."""
         with psycopg.connect(self.dsn()) as conn, conn.transaction():
             for statement in statements:
-                conn.execute(cast(Any, statement))
+                conn.execute(cast(Any, to_postgres(statement)))
 
     @property
     def login(self) -> Login:

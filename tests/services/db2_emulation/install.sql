@@ -286,10 +286,14 @@ SELECT n.nspname::varchar(128) AS "TABSCHEMA",
 -- an ACTIVE registration storing updates as a D and an I row (the agent starts capturing it
 -- at its next reinit) and the table in the agent's publication. SQL Replication does not
 -- support BOOLEAN columns (Debezium's documentation: such tables can only be snapshotted), so
--- a table with one is refused.
-CREATE PROCEDURE "ASNCDC"."ADDTABLE"(table_schema text, table_name text)
+-- a table with one is refused. As the script joins the names into its statements unquoted,
+-- Db2 folds them to upper case: a table whose name has lower-case letters cannot be added.
+CREATE PROCEDURE "ASNCDC"."ADDTABLE"(given_schema text, given_name text)
 LANGUAGE plpgsql AS $$
 DECLARE
+    -- Debezium's script joins the names unquoted into its statements: Db2 folds them
+    table_schema text := upper(given_schema);
+    table_name text := upper(given_name);
     source regclass := format('%I.%I', table_schema, table_name)::regclass;
     cd_name text := 'CDC_' || table_schema || '_' || table_name;
     columns text;
@@ -333,9 +337,11 @@ BEGIN
 END $$;
 
 -- Take a table out of capture mode: its registration and CD table go.
-CREATE PROCEDURE "ASNCDC"."REMOVETABLE"(table_schema text, table_name text)
+CREATE PROCEDURE "ASNCDC"."REMOVETABLE"(given_schema text, given_name text)
 LANGUAGE plpgsql AS $$
 DECLARE
+    table_schema text := upper(given_schema);
+    table_name text := upper(given_name);
     registration record;
     publication text;
     source regclass := to_regclass(format('%I.%I', table_schema, table_name));
