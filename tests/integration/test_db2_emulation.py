@@ -226,7 +226,7 @@ def test_addtable_folds_names_to_upper_case_as_db2_does_with_the_scripts_unquote
     db2_emulation: Db2Emulation,
 ) -> None:
     make_table(db2_emulation, "EMU_CASE", "lower", '"ID" integer PRIMARY KEY')
-    with pytest.raises(psycopg.Error, match='"EMU_CASE.LOWER" does not exist'):
+    with pytest.raises(psycopg.Error, match=r'"EMU_CASE\.LOWER" does not exist'):
         db2_emulation.execute("CALL ASNCDC.ADDTABLE('EMU_CASE', 'lower')")
     make_table(db2_emulation, "EMU_CASE", "UPPER", '"ID" integer PRIMARY KEY')
     db2_emulation.execute("CALL ASNCDC.ADDTABLE('emu_case', 'upper')")  # folded, found
