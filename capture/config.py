@@ -591,8 +591,8 @@ def parse_properties(raw: Mapping[str, Any], model: type[Properties]) -> Propert
         values[name] = value
     _sanitize_field_names(values)
     # every mistake at once: an unknown name and a bad value are both reported
-    problems = [_unknown(values, model)]
     known = set(known_properties(model))
+    problems = [_unknown(values, known, model.docs_page)]
     try:
         properties = model.model_validate(
             {**{k: v for k, v in values.items() if k in known}, "statement_overrides": {}}
@@ -696,9 +696,8 @@ def _listed(properties: EngineProperties, overrides: Mapping[str, str]) -> dict[
     return {table: statement for table, statement in overrides.items() if table in listed}
 
 
-def _unknown(values: Mapping[str, Any], model: type[EngineProperties]) -> str:
+def _unknown(values: Mapping[str, Any], known: set[str], docs_page: str) -> str:
     """What is wrong with the names no property has ("" when every name is known)."""
-    known = set(known_properties(model))
     unknown = [name for name in values if name not in known]
     if not unknown:
         return ""
@@ -708,7 +707,7 @@ def _unknown(values: Mapping[str, Any], model: type[EngineProperties]) -> str:
         hints.append(f"`{name}`" + (f" (did you mean `{close[0]}`?)" if close else ""))
     return (
         f"unknown connector propert{'y' if len(unknown) == 1 else 'ies'}: {', '.join(hints)}. "
-        f"Every property is listed in {model.docs_page} (Properties)."
+        f"Every property is listed in {docs_page} (Properties)."
     )
 
 
