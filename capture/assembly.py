@@ -16,7 +16,7 @@ import threading
 from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from cdcflow.capture import registry
 from cdcflow.capture.config import ConfigError, EngineProperties, HistorizedProperties
@@ -28,6 +28,9 @@ from cdcflow.capture.offsets import FileOffsetStore, MemoryOffsetStore
 from cdcflow.capture.spi import OffsetStore, SchemaHistory, Sink
 from cdcflow.capture.stats import Stats
 from cdcflow.capture.stdout_sink import StdoutSink
+
+if TYPE_CHECKING:  # Kafka's client is an extra: imported where a Kafka sink is built
+    from cdcflow.capture.kafka.producer import KafkaSink as KafkaSinkType
 
 log = logging.getLogger(__name__)
 
@@ -70,21 +73,61 @@ def build_engine(
         version=version(),
         stop=stop,
     )
+    connector = registry.build_connector(context)
+    if properties.exactly_once:
+        refuse_without_transactions(resource, properties, sink=sink)
+    sink_ = _sink(resource, properties, sink, stats=stats)
+    # exactly-once: offsets and schema history commit in the sink's Kafka transactions
+    transactions = _kafka(sink_) if properties.exactly_once else None
     return Engine(
         resource=resource,
         properties=properties,
-        connector=registry.build_connector(context),
+        connector=connector,
         filters=filters,
-        sink=_sink(resource, properties, sink, stats=stats),
-        offsets=_offsets(resource, properties, offsets_path),
+        sink=sink_,
+        offsets=_offsets(resource, properties, offsets_path, transactions=transactions),
         stats=stats,
-        history=schema_history(resource, properties),
+        history=schema_history(resource, properties, transactions=transactions),
         stop=stop,
     )
 
 
-def schema_history(resource: CdcConnector, properties: EngineProperties) -> SchemaHistory | None:
-    """The schema history store ``schema.history.internal`` names, for historized connectors."""
+def _kafka(sink: Sink) -> KafkaSinkType:
+    from cdcflow.capture.kafka.producer import KafkaSink
+
+    assert isinstance(sink, KafkaSink), "refuse_without_transactions checked the sink's kind"
+    return sink
+
+
+def refuse_without_transactions(
+    resource: CdcConnector, properties: EngineProperties, *, sink: SinkKind
+) -> None:
+    """``exactly.once.support=required`` commits records, offsets and schema history in one
+    Kafka transaction: each must be in Kafka."""
+    if sink != "kafka":
+        raise ConfigError("exactly.once.support=required needs the Kafka sink, not --sink stdout")
+    if resource.spec.offsets.store != "kafka":
+        raise ConfigError(
+            "exactly.once.support=required commits the offsets in the same Kafka transactions "
+            "as the records: set spec.offsets.store: kafka (the topic defaults to "
+            "<topic.prefix>-offsets)"
+        )
+    if isinstance(properties, HistorizedProperties) and properties.history_store != "kafka":
+        raise ConfigError(
+            "exactly.once.support=required keeps the schema history in Kafka, in the same "
+            "transactions as the records: remove schema.history.internal (its default is "
+            "Kafka's) or set it to io.debezium.storage.kafka.history.KafkaSchemaHistory"
+        )
+
+
+def schema_history(
+    resource: CdcConnector,
+    properties: EngineProperties,
+    *,
+    transactions: KafkaSinkType | None = None,
+) -> SchemaHistory | None:
+    """The schema history store ``schema.history.internal`` names, for historized connectors
+    (written in ``transactions`` under exactly-once)."""
     if not isinstance(properties, HistorizedProperties):
         return None
     from cdcflow.capture.history import FileSchemaHistory, MemorySchemaHistory
@@ -113,6 +156,7 @@ def schema_history(resource: CdcConnector, properties: EngineProperties) -> Sche
         server=server,
         recovery_poll_interval_ms=properties.schema_history_internal_kafka_recovery_poll_interval_ms,
         recovery_attempts=properties.schema_history_internal_kafka_recovery_attempts,
+        transactions=transactions,
     )
 
 
@@ -163,7 +207,15 @@ def _sink(
         partitions=properties.topic_creation_default_partitions,
         replication_factor=properties.topic_creation_default_replication_factor,
         on_reachability=stats.sink_reachability,
+        transactional_id=transactional_id(resource) if properties.exactly_once else None,
     )
+
+
+def transactional_id(resource: CdcConnector) -> str:
+    """The connector's Kafka ``transactional.id``: the same for every process of it (so a new
+    one fences the one before), different for every connector."""
+    namespace = resource.metadata.namespace or "default"
+    return f"cdcflow-{namespace}-{resource.metadata.name}"
 
 
 def offset_store(resource: CdcConnector, path: Path | None = None) -> OffsetStore:
@@ -172,7 +224,11 @@ def offset_store(resource: CdcConnector, path: Path | None = None) -> OffsetStor
 
 
 def _offsets(
-    resource: CdcConnector, properties: EngineProperties, path: Path | None
+    resource: CdcConnector,
+    properties: EngineProperties,
+    path: Path | None,
+    *,
+    transactions: KafkaSinkType | None = None,
 ) -> OffsetStore:
     spec = resource.spec.offsets
     name, server = resource.metadata.name, properties.topic_prefix
@@ -189,6 +245,7 @@ def _offsets(
             topic=spec.topic or f"{server}-offsets",
             connector=name,
             server=server,
+            transactions=transactions,
         )
     target = path or (Path(spec.path) if spec.path else default_offsets_path(resource))
     return FileOffsetStore(target, connector=name, server=server)

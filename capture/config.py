@@ -223,6 +223,14 @@ class EngineProperties(BaseModel):
     max_queue_size_in_bytes: int = Field(0, alias="max.queue.size.in.bytes", ge=0)
     poll_interval_ms: int = Field(500, alias="poll.interval.ms", gt=0)
     offset_flush_interval_ms: int = Field(1000, alias="offset.flush.interval.ms", gt=0)
+    exactly_once_support: Literal["requested", "required"] = Field(
+        "requested",
+        alias="exactly.once.support",
+        description="required: every record and the offsets that cover them commit in one "
+        "Kafka transaction (KIP-618's name; needs offsets in Kafka). requested, Kafka "
+        "Connect's default, leaves it to a worker setting cdcflow does not have: "
+        "at-least-once.",
+    )
     extended_headers_enabled: bool = Field(
         True,
         alias="extended.headers.enabled",
@@ -431,6 +439,11 @@ class EngineProperties(BaseModel):
                     "keep one of them"
                 )
         return self
+
+    @property
+    def exactly_once(self) -> bool:
+        """``exactly.once.support=required``: records and offsets in Kafka transactions."""
+        return self.exactly_once_support == "required"
 
     @property
     def streams(self) -> bool:

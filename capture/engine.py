@@ -375,7 +375,11 @@ class Engine:
                 pipeline.schema_change(change)
             steps.release()
             rows = snapshots.mark_positions(steps.rows(), first_table=next(iter(tables), None))
-            pipeline.snapshot(snapshots.track_tables(rows, self.stats))
+            in_progress = marker.replaying_from(replay_from)
+            pipeline.snapshot(
+                snapshots.track_tables(rows, self.stats),
+                checkpoint=in_progress if self.properties.exactly_once else None,
+            )
         except InterruptedError as stopped:
             self.stats.finish_snapshot(aborted=True)
             raise InterruptedError(f"{stopped}; the next start takes the snapshot again") from None

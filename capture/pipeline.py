@@ -403,11 +403,14 @@ class Pipeline:
         if self._on_heartbeat is not None:
             self._on_heartbeat()
 
-    def snapshot(self, changes: Iterable[RowChange]) -> None:
-        """Emit snapshot rows (the caller commits the snapshot's offset afterwards)."""
+    def snapshot(self, changes: Iterable[RowChange], *, checkpoint: Offset | None = None) -> None:
+        """Emit snapshot rows (the caller commits the snapshot's offset afterwards). With a
+        ``checkpoint`` (exactly-once), what was emitted is committed with it every
+        ``offset.flush.interval.ms``, so no Kafka transaction outgrows the broker's timeout."""
         dispatcher, tables = self._dispatcher, self._stats.tables
         table: TableSchema | None = None
         progress = None
+        last_commit = time.monotonic()
         for rows, change in enumerate(changes, 1):
             dispatcher.row(change)
             if change.table is not table:  # a table's rows come together: look it up once
@@ -419,3 +422,8 @@ class Pipeline:
                 faults.crash_point("snapshot-rows")  # every STOP_CHECK_ROWS rows
                 if self._stop.is_set():
                     raise InterruptedError("stopped during the snapshot")
+                now = time.monotonic()
+                if checkpoint is not None and now - last_commit >= self._flush_interval:
+                    self._sink.flush()
+                    self._offsets.save(checkpoint)
+                    last_commit = now

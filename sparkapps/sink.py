@@ -67,6 +67,8 @@ def start(
     options = dict(kafka.options) if kafka is not None else {}
     # One Kafka partition would be one task: split offset ranges so every core decodes.
     options.setdefault("minPartitions", str(spark.sparkContext.defaultParallelism))
+    # Records of an aborted or open Kafka transaction (exactly-once connectors) never apply
+    options.setdefault("kafka.isolation.level", "read_committed")
     reader = reader.options(**options)
     applier = BatchApplier(spark, sink, on_batch=on_batch)
     writer = (

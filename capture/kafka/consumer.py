@@ -30,6 +30,14 @@ def watermarks(
             time.sleep(ELECTION_RETRY_S)
 
 
+def read_to(consumer: Consumer, partition: TopicPartition, end: int) -> bool:
+    """Whether the consumer's position on ``partition`` reached ``end``: a ``read_committed``
+    consumer passes transaction markers and aborted records without returning them, so the
+    last record it returns may lie before the high watermark."""
+    (position,) = consumer.position([partition])
+    return int(position.offset) >= end
+
+
 @dataclass(frozen=True)
 class TopicRecord:
     """One record as read back: raw key and value bytes (None for a tombstone)."""

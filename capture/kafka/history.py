@@ -5,7 +5,9 @@ The topic has one partition (the history is an ordered log), deletes nothing
 cannot keep them) and holds one history record document per message, with a null key.
 :meth:`KafkaSchemaHistory.start` creates the topic so, or refuses one that would lose or
 reorder records; ``record`` returns once every in-sync replica has the record; ``changes``
-reads from the beginning to the end offset the topic had when reading started.
+reads (committed records only) from the beginning to the end offset the topic had when reading
+started. Under exactly-once a record is written into the connector's open Kafka transaction
+instead, and becomes visible with the offset commit that covers it.
 """
 
 from __future__ import annotations
@@ -25,9 +27,9 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
 
 from cdcflow.capture.errors import FatalError, RetriableError, sentence
 from cdcflow.capture.history import decode, encode
-from cdcflow.capture.kafka.consumer import watermarks
-from cdcflow.capture.kafka.producer import RETRIABLE_CODES, client_log
-from cdcflow.capture.spi import SchemaChange
+from cdcflow.capture.kafka.consumer import read_to, watermarks
+from cdcflow.capture.kafka.producer import RETRIABLE_CODES, KafkaSink, client_log
+from cdcflow.capture.spi import Record, SchemaChange
 
 log = logging.getLogger(__name__)
 
@@ -111,8 +113,11 @@ class KafkaSchemaHistory:
         server: str,
         recovery_poll_interval_ms: int = 100,
         recovery_attempts: int = 100,
+        transactions: KafkaSink | None = None,
     ) -> None:
         self.topic = topic
+        #: The transactional sink records are written with (exactly-once), else None.
+        self._transactions = transactions
         self._bootstrap = bootstrap_servers
         self._security = dict(client_config)
         self._server = server
@@ -131,7 +136,7 @@ class KafkaSchemaHistory:
             self._create(admin)
         else:
             self._check(admin, partitions=len(described.partitions))
-        if self._producer is None:
+        if self._producer is None and self._transactions is None:
             self._producer = Producer(
                 self._config(**{"enable.idempotence": True, "acks": "all", "logger": client_log})
             )
@@ -195,6 +200,7 @@ class KafkaSchemaHistory:
                     "group.id": f"cdcflow-history-{uuid.uuid4()}",
                     "enable.auto.commit": False,
                     "auto.offset.reset": "earliest",
+                    "isolation.level": "read_committed",
                     "logger": client_log,
                 }
             )
@@ -225,6 +231,9 @@ class KafkaSchemaHistory:
 
     def record(self, change: SchemaChange) -> None:
         """Produce the record and wait until all in-sync replicas have it."""
+        if self._transactions is not None:
+            self._transactions.write(Record(self.topic, None, encode(change, server=self._server)))
+            return
         if self._producer is None:
             raise RuntimeError("KafkaSchemaHistory.record() before start()")
         errors: list[KafkaError] = []
@@ -267,6 +276,8 @@ class KafkaSchemaHistory:
             while position < high:
                 message = consumer.poll(self._poll_s)
                 if message is None:
+                    if read_to(consumer, TopicPartition(self.topic, PARTITION), high):
+                        return  # the rest are transaction markers or aborted records
                     empty += 1
                     if empty > self._attempts:
                         raise RetriableError(self._stalled(position, high))

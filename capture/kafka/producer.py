@@ -6,14 +6,23 @@ stream costs no Python callback per record. ``flush`` waits until every record p
 is acknowledged by all in-sync replicas and raises if any delivery failed, which is what lets
 the pipeline confirm a source position only after Kafka has everything before it.
 Topics are created on first use with the configured partitions and replication factor.
+
+With a ``transactional_id`` (``exactly.once.support=required``) every record is written inside
+a Kafka transaction: :meth:`KafkaSink.commit_transaction` commits what was written since the
+last commit (the offsets record among it) at once, so a ``read_committed`` consumer sees each
+record once; a failure aborts the transaction (its records are never seen) and the engine
+resumes from the last committed offset. Starting fences any earlier producer with the same id:
+a restarted or second capture process of the connector stops the one before it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 import threading
 import time
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -86,6 +95,13 @@ POLL_EVERY = 256
 STALL_S = 15.0
 #: The callback thread's wait for librdkafka events (also how long a close waits for it).
 SERVE_WAIT_S = 0.5
+#: How long the broker keeps a transaction open without a commit before aborting it (commits
+#: come every offset.flush.interval.ms, and during snapshots too).
+TRANSACTION_TIMEOUT_MS = 60_000
+#: The wait for transactional calls (init, commit, abort).
+TRANSACTION_CALL_S = 30.0
+#: Error codes of a producer another one with the same transactional.id took over from.
+FENCED_CODES = frozenset({KafkaError._FENCED, KafkaError.PRODUCER_FENCED})
 #: A topic lookup's wait for an unreachable Kafka: short, so a stop is never held up long (the
 #: engine retries the lookup with its backoff).
 LOOKUP_TIMEOUT_S = 5.0
@@ -121,9 +137,16 @@ class KafkaSink:
         partitions: int = 1,
         replication_factor: int = 1,
         on_reachability: Callable[[str], None] | None = None,
+        transactional_id: str | None = None,
     ) -> None:
         security = dict(client_config or {})
         self._on_reachability = on_reachability
+        self.transactional_id = transactional_id
+        transactional = (
+            {"transactional.id": transactional_id, "transaction.timeout.ms": TRANSACTION_TIMEOUT_MS}
+            if transactional_id
+            else {}
+        )
         config = {
             **DEFAULTS,
             **security,
@@ -135,8 +158,11 @@ class KafkaSink:
             "error_cb": self._on_error,
             "stats_cb": self._on_statistics,
             "statistics.interval.ms": STATISTICS_INTERVAL_MS,
+            **transactional,
         }
         self._producer = Producer(config)
+        #: Transactions are started (fencing earlier producers) before the first write.
+        self._needs_start = bool(transactional_id)
         admin_config: dict[str, Any] = {
             **security,
             "bootstrap.servers": bootstrap_servers,
@@ -152,6 +178,8 @@ class KafkaSink:
         #: (no partitioner call per record), else librdkafka's choice by key.
         self._partition_of: dict[str, int] = {}
         self._errors: list[KafkaError] = []
+        #: A fatal client error: the producer can write nothing more.
+        self._fatal: KafkaError | None = None
         self._unpolled = 0
         self._produced = 0
         self._deliveries = DeliveryWatch()
@@ -167,6 +195,9 @@ class KafkaSink:
         while not self._closing.is_set():
             try:
                 self._producer.poll(SERVE_WAIT_S)
+            except KafkaException as raised:  # fatal (fenced): the producer is done
+                self._fatal = raised.args[0]
+                return
             except Exception:  # a callback that failed must not end the serving of the others
                 log.exception("a Kafka client callback failed")
 
@@ -175,7 +206,11 @@ class KafkaSink:
             self._errors.append(error)
 
     def _on_error(self, error: KafkaError) -> None:
-        """librdkafka's client-level errors: all brokers down, transport failures."""
+        """librdkafka's client-level errors: all brokers down, transport failures, and the
+        fatal ones (a transactional producer fenced by a newer one)."""
+        if error.fatal():
+            self._fatal = error
+            return
         if error.code() in RETRIABLE_CODES and self._on_reachability is not None:
             self._on_reachability(f"Kafka unreachable: {error.str()}")
 
@@ -202,8 +237,20 @@ class KafkaSink:
         elif states:
             self._on_reachability(f"Kafka unreachable: no broker is up ({', '.join(brokers)})")
 
+    def start_transactions(self) -> None:
+        """Fence every earlier producer of this transactional id (aborting what it left
+        open, so ``read_committed`` readers are not held up) and open a transaction. Called
+        before the first write, and by the offset store before it reads; idempotent."""
+        if not self._needs_start:
+            return
+        self._transaction_call(self._producer.init_transactions, TRANSACTION_CALL_S)
+        self._producer.begin_transaction()
+        self._needs_start = False
+
     def write(self, record: Record) -> None:
         """Queue one record; blocks (serving acknowledgements) while librdkafka's queue is full."""
+        if self._needs_start:
+            self.start_transactions()
         partition = self._partition_of.get(record.topic)
         if partition is None:
             partition = self.ensure_topic(record.topic)
@@ -226,6 +273,9 @@ class KafkaSink:
                 break
             except BufferError:
                 self._producer.poll(0.05)
+            except KafkaException as raised:  # fatal: fenced by a newer producer
+                self._fatal = raised.args[0]
+                raise self._fatal_error() from None
         # Serving callbacks (errors, statistics) costs a call into librdkafka: once per batch
         # of records is enough; flush() serves them too.
         self._produced += 1
@@ -243,14 +293,71 @@ class KafkaSink:
 
     def flush(self) -> None:
         """Return once everything written is acknowledged; raise if anything failed."""
-        while self._producer.flush(FLUSH_SLICE_S) > 0:
-            self._raise_errors()
+        try:
+            while self._producer.flush(FLUSH_SLICE_S) > 0:
+                self._raise_errors()
+        except (KafkaException, SystemError) as raised:
+            # a fatal error surfaces here (as a SystemError when raised while a callback ran)
+            cause = raised if isinstance(raised, KafkaException) else raised.__cause__
+            if isinstance(cause, KafkaException):
+                self._fatal = cause.args[0]
+            if self._fatal is None:
+                raise
+            raise self._fatal_error() from None
         self._raise_errors()
 
+    def _fatal_error(self) -> FatalError:
+        error = self._fatal
+        assert error is not None
+        if error.code() in FENCED_CODES:
+            return FatalError(
+                f"another capture process of this connector took over its Kafka transactions "
+                f"(transactional.id {self.transactional_id}): {error.str()}. This one stops "
+                "so that only one writes; if none other should run, start the connector again"
+            )
+        return FatalError(f"the Kafka producer failed for good: {error.str()}")
+
+    def commit_transaction(self) -> None:
+        """Commit everything written since the last commit at once, and open the next
+        transaction; on failure nothing of it is ever seen (see the module docstring)."""
+        self.start_transactions()
+        self._raise_errors()
+        self._transaction_call(self._producer.commit_transaction, TRANSACTION_CALL_S)
+        self._producer.begin_transaction()
+
+    def _transaction_call(self, call: Callable[[float], None], timeout_s: float) -> None:
+        """A transactional call whose failure is told the way the engine acts on it."""
+        try:
+            call(timeout_s)
+        except KafkaException as raised:
+            error: KafkaError = raised.args[0]
+            if error.code() in FENCED_CODES or error.fatal():
+                self._fatal = error
+                raise self._fatal_error() from None
+            self._abort()
+            raise RetriableError(
+                f"the Kafka transaction failed and was aborted ({error.str()}); its records "
+                "will never be read: resuming from the last committed offset"
+            ) from None
+
+    def _abort(self) -> None:
+        """Abort the open transaction (best effort) and open the next one."""
+        if self._needs_start:
+            return  # none was opened
+        try:
+            self._producer.abort_transaction(TRANSACTION_CALL_S)
+            self._producer.begin_transaction()
+        except KafkaException as error:
+            log.warning("could not abort the Kafka transaction: %s", error.args[0].str())
+
     def _raise_errors(self) -> None:
+        if self._fatal is not None:
+            raise self._fatal_error()
         if not self._errors:
             return
         errors, self._errors = self._errors, []
+        if self.transactional_id:
+            self._abort()  # a transaction with a failed record can only be aborted
         first = errors[0]
         text = f"Kafka rejected {len(errors)} record(s); first error: {first.str()}"
         if first.code() in RETRIABLE_CODES or first.retriable():
@@ -304,5 +411,13 @@ class KafkaSink:
         self._closing.set()
         self._server.join(SERVE_WAIT_S * 2)
         self._producer.purge(in_queue=True, in_flight=False)
-        self._producer.flush(CLOSE_TIMEOUT_S)
-        self._producer.close()
+        if self.transactional_id and not self._needs_start and self._fatal is None:
+            try:  # what was not committed is never read
+                self._producer.abort_transaction(CLOSE_TIMEOUT_S)
+            except KafkaException as error:
+                log.info("the open Kafka transaction was not aborted: %s", error.args[0].str())
+        with contextlib.suppress(KafkaException, SystemError):  # fenced: nothing may be written
+            self._producer.flush(CLOSE_TIMEOUT_S)
+        with warnings.catch_warnings():  # a fenced producer warns that it cannot abort
+            warnings.simplefilter("ignore", RuntimeWarning)
+            self._producer.close()

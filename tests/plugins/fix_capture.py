@@ -259,9 +259,13 @@ class CaptureHarness:
             running.wait_for_phase(wait_for)
         return running
 
-    def events(self, topic_suffix: str, *, timeout: float = 30) -> list[Event]:
+    def events(
+        self, topic_suffix: str, *, timeout: float = 30, isolation: str = "read_committed"
+    ) -> list[Event]:
         topic = f"{self.name}.{topic_suffix}"
-        messages = read_topic_to_end(self.kafka.bootstrap_servers, topic, timeout=timeout)
+        messages = read_topic_to_end(
+            self.kafka.bootstrap_servers, topic, timeout=timeout, isolation=isolation
+        )
         return [
             Event(
                 key=orjson.loads(m.key()) if m.key() else None,

@@ -58,14 +58,16 @@ def create_topic(bootstrap_servers: str, name: str, *, partitions: int = 1) -> N
 
 
 def read_topic_to_end(
-    bootstrap_servers: str, topic: str, *, timeout: float = 30.0
+    bootstrap_servers: str, topic: str, *, timeout: float = 30.0, isolation: str = "read_committed"
 ) -> list[confluent_kafka.Message]:
     """Every committed message of ``topic`` from the beginning up to each partition's end.
 
     The ends are the high watermarks, queried first and read-uncommitted so that records of a
     transaction whose commit markers are still being written count; the read itself is
     read-committed, so records of aborted transactions are skipped. Messages produced after the
-    query are left out. Messages come back in offset order within each partition. Raises
+    query are left out (``isolation="read_uncommitted"`` reads aborted records too, as an
+    at-least-once consumer would have seen them). Messages come back in offset order within
+    each partition. Raises
     ``LookupError`` if the topic does not exist, ``RuntimeError`` on a consumer error (a new
     topic without a leader yet included) and
     ``TimeoutError`` if the ends are not reached within ``timeout`` seconds (for instance
@@ -77,7 +79,7 @@ def read_topic_to_end(
         ends = _high_watermarks(probe, topic, timeout=timeout)
     finally:
         probe.close()
-    consumer = _consumer(bootstrap_servers, isolation="read_committed")
+    consumer = _consumer(bootstrap_servers, isolation=isolation)
     try:
         return _consume_until(consumer, topic, ends, deadline=deadline, timeout=timeout)
     finally:

@@ -739,4 +739,6 @@ def _resumed_transaction(position: PostgresPosition | None) -> tuple[int, int] |
     delivered event, ``lsn_proc`` beyond the commit the stream resumes after), or None."""
     if position is None or position.tx_id is None or position.lsn_proc is None:
         return None
-    return (position.tx_id, position.lsn_proc) if position.lsn_proc > position.resume_lsn else None
+    # >=: a transaction's first change may sit exactly at the resume point (the end of the
+    # commit before it); the xid keeps a commit's own position from skipping anything
+    return (position.tx_id, position.lsn_proc) if position.lsn_proc >= position.resume_lsn else None
