@@ -10,11 +10,14 @@ records in flight. A second producer of the same connector fences the first.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
 from collections import Counter
 from typing import Any
 
+import orjson
 import pytest
 
 from cdcflow.capture.connector_resource import CdcConnector, OffsetsSpec
@@ -97,6 +100,14 @@ def test_kills_at_every_commit_instant_deliver_each_change_exactly_once(
     assert max(committed.values()) == 1, f"repeated: {[k for k, n in committed.items() if n > 1]}"
     everything = _creates(driver.capture.events(driver.topic(table), isolation="read_uncommitted"))
     assert sum(everything.values()) > sum(committed.values()), "the kills hit records in flight"
+    shown = subprocess.run(  # the committed offset, as a user inspects it
+        [sys.executable, "-m", "cdcflow.operator.cli", "offsets", "show", "-f", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert orjson.loads(shown.stdout), shown.stderr
 
 
 def test_a_second_producer_of_a_connector_fences_the_first(
