@@ -27,7 +27,13 @@ append time minus the transaction's commit time (``source.ts_ms``, ms resolution
 seconds of each rate are left out. Prints p50/p95/p99/max and the achieved rate per pipeline and
 rate, whether cdcflow meets the targets at 5,000 commits/s, and the capture's peak RSS.
 
+With ``--exactly-once FLUSH_MS`` cdcflow runs a second time with ``exactly.once.support=
+required`` committing every FLUSH_MS, read ``read_committed``; latency is then taken when the
+reader receives an event (for every pipeline, so the figures compare): a transactional record is
+appended before its transaction commits, and readable only after.
+
     python -m bench.commit_latency [--rates 1000,5000,10000] [--seconds 20] [--no-debezium]
+        [--exactly-once 100]
 """
 
 from __future__ import annotations
@@ -157,14 +163,16 @@ def _create_topic(bootstrap: str, topic: str) -> None:
                 raise
 
 
-def _consumer(bootstrap: str, topic: str) -> Consumer:
-    """A consumer of ``topic`` from its start, in a group of its own."""
+def _consumer(bootstrap: str, topic: str, *, committed_only: bool = False) -> Consumer:
+    """A consumer of ``topic`` from its start, in a group of its own (``read_committed`` with
+    ``committed_only``: a transactional record counts once its transaction committed)."""
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
             "group.id": f"latency-bench-{topic}",
             "auto.offset.reset": "earliest",
             "enable.auto.commit": False,
+            "isolation.level": "read_committed" if committed_only else "read_uncommitted",
             "log_level": 2,  # the broker stops before the consumer: no farewell noise
         }
     )
@@ -215,17 +223,27 @@ def _commit_in_processes(
     return sum(count for count, _ in results), sum(achieved for _, achieved in results)
 
 
+#: Whether latency is taken at the reader (receive time) instead of the broker's append time:
+#: a transactional record is appended long before its transaction commits and it is readable.
+AT_READER = {"on": False}
+
+
 def _poll(consumer: Consumer, first_id: int) -> list[int]:
-    """Append time minus commit time (ms) of the events just read (from the topic ``consumer``
-    is subscribed to) with ids from ``first_id``."""
+    """Append time (or, under :data:`AT_READER`, receive time) minus commit time (ms) of the
+    events just read (from the topic ``consumer`` is subscribed to) with ids from
+    ``first_id``."""
     found = []
-    for message in consumer.consume(1000, timeout=0.2):
+    # at the reader, a batch must not wait to fill: its wait would be counted as latency
+    messages = consumer.consume(1000, timeout=0.002 if AT_READER["on"] else 0.2)
+    received = int(time.time() * 1000)
+    for message in messages:
         value = message.value()
         if message.error() or value is None:
             continue
         payload = orjson.loads(value)["payload"]
         if payload["after"]["id"] >= first_id:
-            found.append(message.timestamp()[1] - payload["source"]["ts_ms"])
+            seen = received if AT_READER["on"] else message.timestamp()[1]
+            found.append(seen - payload["source"]["ts_ms"])
     return found
 
 
@@ -318,10 +336,20 @@ def _run_cdcflow(
     *,
     producer: dict[str, str],
     schedule: Schedule,
+    exactly_once_flush_ms: int | None = None,
 ) -> tuple[list[Percentiles], float]:
-    """``cdcflow capture`` (stopped at the end) at each rate; and its peak RSS in MB."""
+    """``cdcflow capture`` (stopped at the end) at each rate; and its peak RSS in MB. With
+    ``exactly_once_flush_ms``, exactly-once committing every that many ms (offsets in Kafka),
+    read ``read_committed``."""
     _create_topic(broker.bootstrap_servers, TOPIC)
-    consumer = _consumer(broker.bootstrap_servers, TOPIC)
+    exactly_once = exactly_once_flush_ms is not None
+    consumer = _consumer(broker.bootstrap_servers, TOPIC, committed_only=exactly_once)
+    config = {"table.include.list": "public.latency"}
+    if exactly_once:
+        config |= {
+            "exactly.once.support": "required",
+            "offset.flush.interval.ms": str(exactly_once_flush_ms),
+        }
     try:
         with (
             tempfile.TemporaryDirectory() as workdir,
@@ -329,8 +357,9 @@ def _run_cdcflow(
                 server,
                 broker,
                 Path(workdir),
-                {"table.include.list": "public.latency"},
+                config,
                 producer=producer,
+                offsets_store="kafka" if exactly_once else "file",
             ) as capture,
         ):
             results = _measure_rates(
@@ -427,8 +456,9 @@ LABEL_WIDTH = 38
 
 def _print_table(results: Mapping[str, list[Percentiles] | str]) -> None:
     """One row per pipeline and rate (latency in ms), or why a pipeline was not measured."""
+    title = "commit → read latency, ms" if AT_READER["on"] else "commit → Kafka append latency, ms"
     print(
-        f"{'commit → Kafka append latency, ms':<{LABEL_WIDTH}} {'asked/s':>8} {'written/s':>9} "
+        f"{title:<{LABEL_WIDTH}} {'asked/s':>8} {'written/s':>9} "
         f"{'events':>8} {'p50':>7} {'p95':>7} {'p99':>7} {'max':>7}"
     )
     for label, figures in results.items():
@@ -486,7 +516,16 @@ def main() -> None:
         "repeatable",
     )
     parser.add_argument("--no-debezium", action="store_true", help="skip the Debezium connector")
+    parser.add_argument(
+        "--exactly-once",
+        type=int,
+        default=None,
+        metavar="FLUSH_MS",
+        help="also measure cdcflow with exactly.once.support=required committing every FLUSH_MS "
+        "(read_committed); every pipeline's latency is then taken at the reader",
+    )
     args = parser.parse_args()
+    AT_READER["on"] = args.exactly_once is not None
     producer = dict(item.split("=", 1) for item in args.producer)
     schedule = Schedule([int(rate) for rate in args.rates.split(",")], args.seconds, Ids())
     not_measured = _why_not_debezium(args.no_debezium)
@@ -497,6 +536,16 @@ def main() -> None:
         _prepare(server.dsn())
         cdcflow, rss = _run_cdcflow(server, broker, producer=producer, schedule=schedule)
         results[f"cdcflow ({settings})"] = cdcflow
+        if args.exactly_once is not None:
+            results[f"cdcflow exactly-once, commits every {args.exactly_once} ms"], _ = (
+                _run_cdcflow(
+                    server,
+                    broker,
+                    producer=producer,
+                    schedule=schedule,
+                    exactly_once_flush_ms=args.exactly_once,
+                )
+            )
         if not_measured is None:
             results |= _run_debezium(server, broker, schedule=schedule)
     if not_measured is not None:
@@ -504,7 +553,8 @@ def main() -> None:
     _print_table(results)
     if not_measured is None:
         _print_debezium_legend()
-    _print_targets(cdcflow)
+    if not AT_READER["on"]:  # the targets are for the broker's append time
+        _print_targets(cdcflow)
     print_line("cdcflow capture peak RSS", f"{rss:.0f} MB")
 
 

@@ -136,10 +136,11 @@ def start_capture(
     workdir: Path,
     config: dict[str, str] | None = None,
     producer: dict[str, str] | None = None,
+    offsets_store: str = "file",
 ) -> Iterator[RunningCapture]:
     """``cdcflow capture`` on the bench slot and publication, the connector's defaults
-    otherwise (JSON with schemas, offsets in a file), with ``config`` added and ``producer``
-    (librdkafka settings, ``spec.kafka.producer``)."""
+    otherwise (JSON with schemas, offsets in a file unless ``offsets_store`` says), with
+    ``config`` added and ``producer`` (librdkafka settings, ``spec.kafka.producer``)."""
     config = {
         "topic.prefix": "bench",
         "slot.name": "bench",
@@ -148,6 +149,9 @@ def start_capture(
         **(config or {}),
     }
     resource = postgres_connector(server, broker, name="bench", config=config, producer=producer)
+    spec = resource["spec"]
+    assert isinstance(spec, dict)
+    spec["offsets"] = {"store": offsets_store}
     login = (server.superuser, server.superuser_password)
     with capture_running(resource, workdir=workdir, login=login) as running:
         yield running
