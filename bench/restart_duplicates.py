@@ -11,7 +11,11 @@ after a restart is a catch-up at the capture's full rate. The report lists the d
 each kill (a kill while the capture catches up after a restart repeats the most) and checks
 that the topic replays to the table (nothing lost).
 
-    .venv/bin/python -m bench.restart_duplicates [--kills 20] [--flush-ms 1000]
+With ``--exactly-once`` the connector runs with ``exactly.once.support=required`` (offsets in
+Kafka) and the topic is counted as a ``read_committed`` consumer reads it: the duplicates
+should then be none.
+
+    .venv/bin/python -m bench.restart_duplicates [--kills 20] [--flush-ms 1000] [--exactly-once]
 
 A soak run of a few minutes; not part of ``make test``.
 """
@@ -34,6 +38,7 @@ import psycopg
 from confluent_kafka import Consumer, TopicPartition
 
 from bench.common import RunningCapture, postgres_connector, print_line, spawn_capture
+from cdcflow.capture.kafka.consumer import read_to
 from cdcflow.operator.devservices import kafka, postgres
 
 TOPIC = "chaos.public.chaos"
@@ -66,8 +71,11 @@ def _start(server: postgres.PostgresServer, resource: Any, workdir: Path) -> Run
     return running
 
 
-def _connector(server: postgres.PostgresServer, broker: kafka.KafkaBroker, flush_ms: int) -> Any:
+def _connector(
+    server: postgres.PostgresServer, broker: kafka.KafkaBroker, flush_ms: int, *, exactly_once: bool
+) -> Any:
     config = {
+        "exactly.once.support": "required" if exactly_once else "requested",
         "topic.prefix": "chaos",
         "slot.name": "chaos",
         "publication.name": "chaos",
@@ -77,25 +85,29 @@ def _connector(server: postgres.PostgresServer, broker: kafka.KafkaBroker, flush
         "key.converter.schemas.enable": False,
         "value.converter.schemas.enable": False,
     }
-    return postgres_connector(server, broker, name="chaos", config=config)
+    resource = postgres_connector(server, broker, name="chaos", config=config)
+    spec = resource["spec"]
+    assert isinstance(spec, dict)
+    spec["offsets"] = {"store": "kafka" if exactly_once else "file"}
+    return resource
 
 
 def _records(broker: kafka.KafkaBroker) -> Iterator[tuple[int, Any, Any]]:
-    """(offset, key, value) of every record of the data topic."""
+    """(offset, key, value) of every committed record of the data topic (``read_committed``:
+    records of aborted transactions are skipped; without transactions, every record)."""
     consumer = Consumer(
         {"bootstrap.servers": broker.bootstrap_servers, "group.id": "chaos-count",
-         "enable.auto.commit": False}
+         "enable.auto.commit": False, "isolation.level": "read_committed"}
     )  # fmt: skip
+    partition = TopicPartition(TOPIC, 0)
     try:
-        _, high = consumer.get_watermark_offsets(TopicPartition(TOPIC, 0), timeout=30)
+        _, high = consumer.get_watermark_offsets(partition, timeout=30)
         consumer.assign([TopicPartition(TOPIC, 0, 0)])
-        read = 0
-        while read < high:
-            message = consumer.poll(5)
+        while not read_to(consumer, partition, high):
+            message = consumer.poll(1)
             if message is None or message.error():
                 continue
             offset, key, value = message.offset() or 0, message.key() or b"null", message.value()
-            read = offset + 1
             yield offset, orjson.loads(key), orjson.loads(value) if value else None
     finally:
         consumer.close()
@@ -140,6 +152,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kills", type=int, default=20)
     parser.add_argument("--flush-ms", type=int, default=1000, help="offset.flush.interval.ms")
+    parser.add_argument("--exactly-once", action="store_true", help="exactly.once.support=required")
     args = parser.parse_args()
     with (
         postgres.running_postgres() as server,
@@ -150,7 +163,7 @@ def main() -> None:
         dsn = server.dsn()
         with psycopg.connect(dsn, autocommit=True) as conn:
             conn.execute("CREATE TABLE chaos (id bigserial PRIMARY KEY, val int NOT NULL)")
-        resource = _connector(server, broker, args.flush_ms)
+        resource = _connector(server, broker, args.flush_ms, exactly_once=args.exactly_once)
         rng = random.Random(11)
         done = threading.Event()
         writer = threading.Thread(
@@ -180,7 +193,8 @@ def main() -> None:
         with psycopg.connect(dsn) as conn:
             rows = conn.execute("SELECT id, val FROM chaos").fetchall()
         source = {int(row[0]): int(row[1]) for row in rows}
-    print_line("kills", f"{args.kills} (offset.flush.interval.ms={args.flush_ms})")
+    mode = "exactly-once" if args.exactly_once else "at-least-once"
+    print_line("kills", f"{args.kills} (offset.flush.interval.ms={args.flush_ms}, {mode})")
     print_line("workload", f"{events - sum(per_kill):,} change events in {elapsed:,.0f} s")
     print_line("duplicates in all", f"{sum(per_kill):,}")
     print_line("duplicates after each kill", " ".join(f"{n:,}" for n in per_kill))
