@@ -74,8 +74,8 @@ def build_engine(
         stop=stop,
     )
     connector = registry.build_connector(context)
-    if properties.exactly_once:
-        refuse_without_transactions(resource, properties, sink=sink)
+    if properties.exactly_once and sink != "kafka":
+        raise ConfigError("exactly.once.support=required needs the Kafka sink, not --sink stdout")
     sink_ = _sink(resource, properties, sink, stats=stats)
     # exactly-once: offsets and schema history commit in the sink's Kafka transactions
     transactions = _kafka(sink_) if properties.exactly_once else None
@@ -97,27 +97,6 @@ def _kafka(sink: Sink) -> KafkaSinkType:
 
     assert isinstance(sink, KafkaSink), "refuse_without_transactions checked the sink's kind"
     return sink
-
-
-def refuse_without_transactions(
-    resource: CdcConnector, properties: EngineProperties, *, sink: SinkKind
-) -> None:
-    """``exactly.once.support=required`` commits records, offsets and schema history in one
-    Kafka transaction: each must be in Kafka."""
-    if sink != "kafka":
-        raise ConfigError("exactly.once.support=required needs the Kafka sink, not --sink stdout")
-    if resource.spec.offsets.store != "kafka":
-        raise ConfigError(
-            "exactly.once.support=required commits the offsets in the same Kafka transactions "
-            "as the records: set spec.offsets.store: kafka (the topic defaults to "
-            "<topic.prefix>-offsets)"
-        )
-    if isinstance(properties, HistorizedProperties) and properties.history_store != "kafka":
-        raise ConfigError(
-            "exactly.once.support=required keeps the schema history in Kafka, in the same "
-            "transactions as the records: remove schema.history.internal (its default is "
-            "Kafka's) or set it to io.debezium.storage.kafka.history.KafkaSchemaHistory"
-        )
 
 
 def schema_history(

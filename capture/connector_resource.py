@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from cdcflow.capture.config import (
     ConfigError,
     EngineProperties,
+    HistorizedProperties,
     explain,
     model_for,
     parse_properties,
@@ -408,5 +409,26 @@ def parse_connector(document: dict[str, Any], *, origin: str = "CdcConnector") -
         connector = CdcConnector.model_validate(document)
     except ValidationError as error:
         raise ConfigError(f"{origin}: {explain(error)}") from None
-    connector.properties()
+    refuse_exactly_once_outside_kafka(connector, connector.properties())
     return connector
+
+
+def refuse_exactly_once_outside_kafka(
+    connector: CdcConnector, properties: EngineProperties
+) -> None:
+    """``exactly.once.support=required`` commits records, offsets and schema history in one
+    Kafka transaction: the offsets and the history must be in Kafka."""
+    if not properties.exactly_once:
+        return
+    if connector.spec.offsets.store != "kafka":
+        raise ConfigError(
+            "exactly.once.support=required commits the offsets in the same Kafka transactions "
+            "as the records: set spec.offsets.store: kafka (the topic defaults to "
+            "<topic.prefix>-offsets)"
+        )
+    if isinstance(properties, HistorizedProperties) and properties.history_store != "kafka":
+        raise ConfigError(
+            "exactly.once.support=required keeps the schema history in Kafka, in the same "
+            "transactions as the records: remove schema.history.internal (its default is "
+            "Kafka's) or set it to io.debezium.storage.kafka.history.KafkaSchemaHistory"
+        )
