@@ -272,7 +272,12 @@ class CaptureAgent:
     def _cycle_pause(self, conn: PgConnection | None) -> float:
         if not self.follow_capture_parameters or conn is None or conn.closed:
             return self._sleep_s
-        row = conn.execute('SELECT "SLEEP_INTERVAL" FROM "ASNCDC"."IBMSNAP_CAPPARMS"').fetchone()
+        try:
+            row = conn.execute(
+                'SELECT "SLEEP_INTERVAL" FROM "ASNCDC"."IBMSNAP_CAPPARMS"'
+            ).fetchone()
+        except psycopg.Error:  # the next cycle reconnects
+            return self._sleep_s
         return float(row[0]) if row is not None else self._sleep_s
 
     def _cycle(self, conn: PgConnection) -> None:
