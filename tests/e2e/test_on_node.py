@@ -325,7 +325,15 @@ def test_a_connector_pod_snapshots_and_streams_and_kubectl_shows_it(
     assert sorted(set(ids)) == list(range(1, 601))
     pod = cluster.pod(f"{source.name}-capture-0")
     assert pod["status"]["phase"] == "Running"
-    assert all(s["ready"] for s in pod["status"]["containerStatuses"])
+    # the kubelet's readiness probe runs every 5 s: the container turns ready on its own clock
+    _eventually(
+        lambda: all(
+            c["ready"]
+            for c in cluster.pod(f"{source.name}-capture-0")["status"]["containerStatuses"]
+        ),
+        timeout=60,
+        what="the capture container to be ready",
+    )
     table_view = _eventually(
         lambda: (view := cluster.run("get", "cdcconnectors")) and "Streaming" in view and view,
         what="the State column to say Streaming",
