@@ -48,7 +48,8 @@ class Stats:
     snapshot_started_at: float = 0.0
     snapshot_duration_s: float = 0.0
     tables: dict[str, TableProgress] = field(default_factory=dict)
-    captured_tables: list[str] = field(default_factory=list)
+    captured_tables: list[str] | None = None
+    """The tables the connector captures; ``None`` until it has connected and listed them."""
     queue_total_capacity: int = 0
     queue_in_flight: int = 0
     offset: dict[str, Any] = field(default_factory=dict)

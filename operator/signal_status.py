@@ -103,7 +103,10 @@ def deliver(observed: Observed, *, now: str) -> Observed:
         capture = capture_client.status(base)
     except capture_client.CaptureUnreachableError as error:
         return replace(observed, send_error=f"capture pod not reachable: {error}")
-    captured = rejection_for_tables(observed.signal, capture.get("capturedTables") or [])
+    tables = capture.get("capturedTables")
+    if tables is None:  # the pod is up but has not listed its tables yet: a verdict now is wrong
+        return replace(observed, send_error="waiting for the capture to list its tables")
+    captured = rejection_for_tables(observed.signal, tables)
     if captured is not None:
         return replace(observed, rejection=captured, capture=capture)
     if observed.previous.get("signalId") == observed.uid:

@@ -620,6 +620,30 @@ def test_a_db2_source_renders_its_database_login_ca_and_source_column() -> None:
     assert status.fields["source"] == "db2://db2.shop.svc:50000/TESTDB"
 
 
+def test_a_signal_applied_with_its_connector_waits_for_the_tables_instead_of_failing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Applied together (kustomize, Argo CD), the signal can reach a capture pod that answers
+    before it has listed its tables: that is not yet a TableNotCaptured verdict."""
+    from cdcflow.operator import capture_client
+
+    pods = [{"capturedTables": None}, {"capturedTables": ["public.orders"]}]
+    monkeypatch.setattr(capture_client, "status", lambda base: pods[0])
+    monkeypatch.setattr(capture_client, "send_signal", lambda base, **_: True)
+    observed = signal_status.Observed(
+        uid="cdcsig-x", signal=_signal(), connector=_connector(), connector_found=True
+    )
+    early = signal_status.deliver(observed, now="2026-01-01T00:00:00Z")
+    assert (early.rejection, early.signaled) == (None, False)
+    assert early.send_error == "waiting for the capture to list its tables"
+    pending = {c.type: c for c in signal_status.compute(early).conditions}
+    assert "Succeeded" not in pending
+    assert (pending["Signaled"].reason, pending["Ready"].status) == ("SignalPending", "False")
+
+    pods.pop(0)
+    assert signal_status.deliver(observed, now="2026-01-01T00:00:05Z").signaled
+
+
 def test_a_signal_run_again_after_its_rows_were_deleted_counts_only_new_notifications(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
