@@ -281,6 +281,14 @@ class EngineProperties(BaseModel):
     field_name_adjustment_mode: AdjustmentMode = Field("none", alias="field.name.adjustment.mode")
     schema_name_adjustment_mode: AdjustmentMode = Field("none", alias="schema.name.adjustment.mode")
     snapshot_max_threads: int = Field(1, alias="snapshot.max.threads", gt=0)
+    snapshot_strategy: Literal["exported", "chunked"] = Field(
+        "exported",
+        alias="snapshot.strategy",
+        description="exported (Debezium's): one transaction reads every table at one "
+        "consistent point; a stop starts it again from zero. chunked: primary-key chunks "
+        "between watermarks in the log (DBLog), while streaming runs; no long transaction "
+        "or lock, resumes from the last finished chunk. Needs signal.data.collection.",
+    )
     skip_messages_without_change: bool = Field(False, alias="skip.messages.without.change")
     query_fetch_size: int = Field(0, alias="query.fetch.size", ge=0)
     incremental_snapshot_allow_schema_changes: bool = Field(
@@ -422,6 +430,29 @@ class EngineProperties(BaseModel):
                     "channel is enabled (notification.http.url)"
                 )
             check_url(self.notification_http_url)
+        return self
+
+    @model_validator(mode="after")
+    def _chunked_snapshot_can_run(self) -> EngineProperties:
+        if self.snapshot_strategy != "chunked":
+            return self
+        if not self.signal_data_collection:
+            raise ValueError(
+                "snapshot.strategy=chunked writes its chunks' watermarks into the signal "
+                "table: set signal.data.collection (see docs/signals.md for its DDL)"
+            )
+        if self.snapshot_mode == "initial_only":
+            raise ValueError(
+                "snapshot.strategy=chunked reads its chunks between watermarks in the streamed "
+                "log, and snapshot.mode=initial_only does not stream: use "
+                "snapshot.strategy=exported, or snapshot.mode=initial"
+            )
+        if self.snapshot_select_statement_overrides:
+            raise ValueError(
+                "snapshot.select.statement.overrides replaces a whole-table query, which "
+                "snapshot.strategy=chunked does not run: use snapshot.strategy=exported, or "
+                "narrow the rows with snapshot.include.collection.list"
+            )
         return self
 
     @model_validator(mode="after")

@@ -259,7 +259,9 @@ class Engine:
                 connector.prepare_stream(
                     for_snapshot=plan.snapshot, offset=None if plan.snapshot else offset
                 )
-            if plan.snapshot:
+            if plan.snapshot and properties.snapshot_strategy == "chunked":
+                offset = self._chunked_snapshot(pipeline)
+            elif plan.snapshot:
                 offset = self._snapshot(pipeline, stored=offset)
             elif isinstance(connector, Historized) and snapshots.needs_structure(mode, offset):
                 offset = self._structure_snapshot(pipeline, stored=offset)
@@ -321,6 +323,7 @@ class Engine:
             emit=pipeline.dispatcher.row,
             notify=notify,
             allow_schema_changes=properties.incremental_snapshot_allow_schema_changes,
+            stats=self.stats,
         )
         signalling = Signalling(
             snapshotter=snapshotter,
@@ -354,10 +357,7 @@ class Engine:
     def _snapshot(self, pipeline: Pipeline, *, stored: Offset | None) -> Offset | None:
         """Take the snapshot; its offset replays the log from where an earlier attempt (or
         run) stood, when that was earlier (:mod:`cdcflow.capture.replay`)."""
-        if self.properties.snapshot_delay_ms:
-            log.info("snapshot.delay.ms: waiting %d ms", self.properties.snapshot_delay_ms)
-            if self.stop.wait(self.properties.snapshot_delay_ms / 1000):
-                raise InterruptedError("stopped before the snapshot")
+        self._snapshot_delay()
         tables = self.connector.snapshot_tables()
         self.stats.start_snapshot({str(table): rows for table, rows in tables.items()})
         marker = Offset({snapshots.SNAPSHOT_IN_PROGRESS: True})
@@ -393,6 +393,36 @@ class Engine:
             sum(p.rows_scanned for p in self.stats.tables.values()),
             time.monotonic() - started,
         )
+        return offset
+
+    def _snapshot_delay(self) -> None:
+        if self.properties.snapshot_delay_ms:
+            log.info("snapshot.delay.ms: waiting %d ms", self.properties.snapshot_delay_ms)
+            if self.stop.wait(self.properties.snapshot_delay_ms / 1000):
+                raise InterruptedError("stopped before the snapshot")
+
+    def _chunked_snapshot(self, pipeline: Pipeline) -> Offset:
+        """``snapshot.strategy=chunked``: record the structure at the current position (briefly
+        locked as ``snapshot.locking.mode`` says), queue every table's chunks, and commit that
+        position with the queue; the chunks are read while streaming from it. Until that
+        commit the offset says a snapshot is in progress, so a stop before it starts again."""
+        self._snapshot_delay()
+        signalling = pipeline.dispatcher.signalling
+        assert signalling is not None, "the configuration requires signal.data.collection"
+        tables = self.connector.snapshot_tables()
+        self.offsets.save(Offset({snapshots.SNAPSHOT_IN_PROGRESS: True}))
+        steps = self.connector.snapshot_steps(list(tables))
+        try:
+            steps.lock()
+            offset = steps.position()
+            for change in steps.structure():
+                pipeline.schema_change(change)
+            steps.release()
+        finally:
+            steps.close()
+        signalling.snapshotter.begin_initial(tables)
+        pipeline.commit(offset, None)
+        log.info("chunked snapshot of %d table(s) starts with streaming", len(tables))
         return offset
 
     def _replay_start(self, stored: Offset | None) -> Offset | None:

@@ -359,7 +359,10 @@ class Pipeline:
             # Durability work (a producer flush, an offsets write) runs on the
             # offset.flush.interval.ms cadence only, never per keepalive or per transaction:
             # records reach Kafka on their own; committing is only for the positions.
-            if now - last_commit >= self._flush_interval:
+            # A closed snapshot chunk is committed at once: a restart reads at most the chunk
+            # in flight again, never the ones before it.
+            chunk_closed = signalling is not None and signalling.chunk_closed
+            if chunk_closed or now - last_commit >= self._flush_interval:
                 # Inside a transaction, the position after its last event read: a restart
                 # then sends again only what was read since this commit, not the whole
                 # transaction.

@@ -89,6 +89,17 @@ class Stats:
         self.snapshot_started_at = time.monotonic()
         self.tables = {name: TableProgress(rows_estimated=n) for name, n in estimates.items()}
 
+    def chunked_snapshot_progress(self, tables: dict[str, tuple[int, int, bool]]) -> None:
+        """A chunked initial snapshot's progress (rows read, rows estimated, done) per table;
+        it runs while the connector streams, and resumes with its counts after a restart."""
+        if not self.snapshot_running:
+            self.snapshot_running = True
+            self.snapshot_started_at = time.monotonic()
+        self.tables = {
+            name: TableProgress(rows_scanned=rows, rows_estimated=estimate, completed=done)
+            for name, (rows, estimate, done) in tables.items()
+        }
+
     def finish_snapshot(self, *, aborted: bool = False) -> None:
         self.snapshot_running = False
         self.snapshot_completed = not aborted

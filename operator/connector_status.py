@@ -195,12 +195,14 @@ def _from_capture(capture: dict[str, Any], fields: dict[str, Any]) -> ConnectorS
     phase = str(capture.get("phase", "starting"))
     snapshot = capture.get("snapshot") or {}
     streaming = capture.get("streaming") or {}
+    settled = phase == "streaming" and not snapshot.get("running")
     detail = {
         **fields,
         "state": phase.capitalize(),
         # streaming means the snapshot is behind it, taken by this run of the pod or an
-        # earlier one (a restarted pod reports no snapshot of its own)
-        "snapshot": "Completed" if phase == "streaming" else _snapshot_text(snapshot),
+        # earlier one (a restarted pod reports no snapshot of its own), unless a chunked
+        # snapshot still runs beside streaming
+        "snapshot": "Completed" if settled else _snapshot_text(snapshot),
         "lag": f"{int(streaming.get('millisecondsBehindSource') or 0)}ms",
         "topics": sorted(capture.get("topics") or []),
         "capture": {
@@ -238,7 +240,7 @@ def _from_capture(capture: dict[str, Any], fields: dict[str, Any]) -> ConnectorS
         conditions = summary(
             ready=False, reason="RuntimeNotReady", message=f"capture is {phase}", reconciling=True
         )
-    snapshot_done = bool(snapshot.get("completed")) or phase == "streaming"
+    snapshot_done = bool(snapshot.get("completed")) or settled
     # The engine stays in phase "streaming" while it retries a lost source or Kafka: changes
     # flow only when both answer (`kubectl wait --for=condition=Streaming` must not pass then).
     kafka = capture.get("kafka") or {}

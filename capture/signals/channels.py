@@ -144,6 +144,11 @@ class Signalling:
     def on_change(self, change: RowChange) -> None:
         self.snapshotter.on_change(change)
 
+    @property
+    def chunk_closed(self) -> bool:
+        """A snapshot chunk closed since the last commit: commit it now."""
+        return self.snapshotter.chunk_closed
+
     def decorate(self, offset: Offset) -> Offset:
         return self.snapshotter.decorate(offset)
 

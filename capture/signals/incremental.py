@@ -11,6 +11,12 @@ emitted, maximum key) rides in the offsets, so a restart resumes after the last 
 
 Everything runs on the streaming thread, between events, which is DBLog's "pause log
 processing": no locks, and a bad ``additional-condition`` only aborts that table's snapshot.
+
+``snapshot.strategy=chunked`` runs the *initial* snapshot the same way (:meth:`begin_initial`):
+its tables go first in the queue, their rows are marked ``source.snapshot`` as an exported
+snapshot's are (``first`` … ``last``), notifications use the ``Initial Snapshot`` aggregate,
+progress is reported to the engine's statistics, and a table it cannot read stops the
+connector instead of being skipped (an initial snapshot must not lose a table silently).
 """
 
 from __future__ import annotations
@@ -18,15 +24,17 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
-from cdcflow.capture.errors import SnapshotQueryError, SnapshotSchemaChangedError
+from cdcflow.capture import faults
+from cdcflow.capture.errors import FatalError, SnapshotQueryError, SnapshotSchemaChangedError
 from cdcflow.capture.signals import commands
 from cdcflow.capture.spi import ChunkRow, ChunkSource, Offset, Op, RowChange, TableId, TableSchema
+from cdcflow.capture.stats import Stats
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +43,7 @@ STATE_KEY = "incremental_snapshot"
 SCHEMA_CHANGE_RETRIES = 3
 INCREMENTAL = "Incremental Snapshot"
 BLOCKING = "Blocking Snapshot"
+INITIAL = "Initial Snapshot"
 
 
 @dataclass(frozen=True)
@@ -64,6 +73,10 @@ class _Collection:
     condition: str | None = None
     surrogate_key: str | None = None
     rows: int = 0
+    #: a table of the chunked initial snapshot (not of a signal)
+    initial: bool = False
+    #: the table's estimated rows when the initial snapshot began (for its percentage)
+    estimate: int = 0
 
 
 @dataclass
@@ -74,6 +87,8 @@ class _State:
     last_key: list[str | None] | None = None
     max_key: list[str | None] | None = None
     paused: bool = False
+    #: tables of the chunked initial snapshot already read: rows and estimate of each
+    initial_done: dict[str, list[int]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -81,14 +96,23 @@ class _State:
             "last_key": self.last_key,
             "max_key": self.max_key,
             "paused": self.paused,
+            "initial_done": self.initial_done,
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> _State:
         collections = [_Collection(**c) for c in data.get("collections", [])]
         return cls(
-            collections, data.get("last_key"), data.get("max_key"), data.get("paused", False)
+            collections,
+            data.get("last_key"),
+            data.get("max_key"),
+            data.get("paused", False),
+            dict(data.get("initial_done") or {}),
         )
+
+    @property
+    def initial_running(self) -> bool:
+        return any(c.initial for c in self.collections)
 
 
 @dataclass
@@ -124,8 +148,10 @@ class IncrementalSnapshotter:
         emit: Emit,
         notify: Notify,
         allow_schema_changes: bool = False,
+        stats: Stats | None = None,
     ) -> None:
         self._allow_schema_changes = allow_schema_changes
+        self._stats = stats
         self._source = source
         self._chunk_size = chunk_size
         self._strategy = strategy
@@ -137,11 +163,14 @@ class IncrementalSnapshotter:
         self._key_positions: dict[int, tuple[TableSchema, list[int]]] = {}
         self._last_signal = ""
         self._last_source: dict[str, Any] = {}
+        #: a window closed since the last commit: its rows and progress want committing now
+        self.chunk_closed = False
 
     # -- persistence -------------------------------------------------------------------------
 
     def decorate(self, offset: Offset) -> Offset:
         """``offset`` plus the snapshot progress that is durable with it."""
+        self.chunk_closed = False
         values = {k: v for k, v in offset.values.items() if k != STATE_KEY}
         if self._state is not None:
             values[STATE_KEY] = self._state.to_dict()
@@ -152,6 +181,50 @@ class IncrementalSnapshotter:
         if offset is not None and isinstance(offset.get(STATE_KEY), dict):
             self._state = _State.from_dict(offset.get(STATE_KEY))
             log.info("resuming incremental snapshot of %s", self._tables())
+            if self._state.initial_running:
+                self._report_initial()
+
+    def begin_initial(self, tables: Mapping[TableId, int]) -> None:
+        """Queue the chunked initial snapshot of ``tables`` (with their row estimates) ahead
+        of any signalled snapshot; the first chunk opens when streaming starts."""
+        keyless = []
+        for table in tables:
+            schema = self._source.snapshot_schema(table)
+            if schema is None or not schema.key_columns:
+                keyless.append(str(table))
+        if keyless:
+            raise FatalError(
+                f"snapshot.strategy=chunked reads tables in primary-key order, and "
+                f"{', '.join(keyless)} has no primary key: add one, leave the table out of "
+                "snapshot.include.collection.list, or use snapshot.strategy=exported"
+            )
+        initial = [
+            _Collection(str(table), "", estimate=rows, initial=True)
+            for table, rows in tables.items()
+        ]
+        signalled = [c for c in self._state.collections if not c.initial] if self._state else []
+        self._state = _State([*initial, *signalled])
+        self._window = None
+        self._announce(
+            "STARTED", "", aggregate=INITIAL, data_collections=",".join(map(str, tables))
+        )
+        self._report_initial()
+        if not initial:
+            self._initial_finished()
+
+    def _report_initial(self) -> None:
+        """The chunked initial snapshot's per-table progress, for ``/status`` and the
+        CdcConnector's SNAPSHOT column (after a restart too)."""
+        if self._stats is None or self._state is None:
+            return
+        progress = {
+            table: (rows, estimate, True)
+            for table, (rows, estimate) in self._state.initial_done.items()
+        }
+        for c in self._state.collections:
+            if c.initial:
+                progress[c.table] = (c.rows, c.estimate, False)
+        self._stats.chunked_snapshot_progress(progress)
 
     def start(self) -> None:
         """Open the first (or next, after a restart) chunk if there is work and no window."""
@@ -231,27 +304,32 @@ class IncrementalSnapshotter:
             self._next_chunk()
 
     def _stop(self, signal: commands.Signal) -> None:
+        """Stop signalled snapshots (of some tables, or all); the initial snapshot is not one."""
         request = commands.snapshot_request(signal, stopping=True)
-        if self._state is None:
+        state = self._state
+        signalled = [c.table for c in state.collections if not c.initial] if state else []
+        if state is None or not signalled:
             self._announce("IGNORED", signal.id, reason="no incremental snapshot is running")
             return
-        before = list(self._state.collections)
-        if request.collections:
-            matches = {str(t) for t in self._source.matching_tables(request.collections)}
-            current = self._state.collections[0].table if self._state.collections else None
-            self._state.collections = [c for c in self._state.collections if c.table not in matches]
-            if current in matches:
-                self._window = None
-                self._state.last_key = self._state.max_key = None
-            if self._state.collections:
-                self._aborted(before, self._state.collections, stop_id=signal.id)
-                self._announce("ABORTED", signal.id, data_collections=",".join(sorted(matches)))
-                if self._window is None:
-                    self._next_chunk()
-                return
-        self._state, self._window = None, None
-        self._aborted(before, [], stop_id=signal.id)
-        self._announce("ABORTED", signal.id)
+        before = list(state.collections)
+        matches = (
+            {str(t) for t in self._source.matching_tables(request.collections)}
+            if request.collections
+            else set(signalled)
+        )
+        current = state.collections[0]
+        state.collections = [c for c in state.collections if c.initial or c.table not in matches]
+        if current.table in matches and not current.initial:
+            self._window = None
+            state.last_key = state.max_key = None
+        self._aborted(before, state.collections, stop_id=signal.id)
+        if not state.collections:
+            self._state, self._window = None, None
+            self._announce("ABORTED", signal.id)
+            return
+        self._announce("ABORTED", signal.id, data_collections=",".join(sorted(matches)))
+        if self._window is None:
+            self._next_chunk()
 
     def _aborted(
         self, before: list[_Collection], after: list[_Collection], *, stop_id: str
@@ -386,15 +464,21 @@ class IncrementalSnapshotter:
         source = dict(change.source) if change is not None else {}
         table = window.table.id
         collection = state.collections[0]
-        for row in window.rows.values():
-            row_source = self._source.source_for(source, table, snapshot="incremental")
+        markers = self._markers(collection, rows=len(window.rows), last_chunk=not window.full)
+        for row, marker in zip(window.rows.values(), markers, strict=True):
+            row_source = self._source.source_for(source, table, snapshot=marker)
             self._emit(RowChange(window.table, Op.READ, None, row.values, row_source))
         collection.rows += len(window.rows)
         if window.last_key is not None:
             state.last_key = list(window.last_key)
+        if collection.initial:
+            self._report_initial()
+        self.chunk_closed = True
+        faults.crash_point("chunk-closed")  # rows emitted, the offset covering them not saved
         self._announce(
             "IN_PROGRESS",
             collection.signal_id,
+            aggregate=INITIAL if collection.initial else INCREMENTAL,
             data_collections=",".join(self._tables()),
             current_collection_in_progress=collection.table,
             maximum_key=orjson.dumps(state.max_key).decode(),
@@ -404,6 +488,21 @@ class IncrementalSnapshotter:
             self._table_done(collection)
         self._next_chunk()
 
+    def _markers(self, collection: _Collection, *, rows: int, last_chunk: bool) -> list[str]:
+        """``source.snapshot`` of a closing window's rows: ``incremental`` for a signalled
+        snapshot; for the chunked initial one, as an exported snapshot marks them."""
+        if not collection.initial:
+            return ["incremental"] * rows
+        assert self._state is not None
+        markers = ["true"] * rows
+        if rows and last_chunk:
+            more = any(c.initial for c in self._state.collections[1:])
+            markers[-1] = "last_in_data_collection" if more else "last"
+        if rows and collection.rows == 0:
+            first = not self._state.initial_done
+            markers[0] = "first" if first else "first_in_data_collection"
+        return markers
+
     def _table_done(self, collection: _Collection) -> None:
         assert self._state is not None
         self._last_signal = collection.signal_id
@@ -412,11 +511,26 @@ class IncrementalSnapshotter:
         self._announce(
             "TABLE_SCAN_COMPLETED",
             collection.signal_id,
+            aggregate=INITIAL if collection.initial else INCREMENTAL,
             data_collection=collection.table,
             total_rows_scanned=str(collection.rows),
             status="SUCCEEDED",
         )
+        if collection.initial:
+            self._state.initial_done[collection.table] = [collection.rows, collection.estimate]
+            self._report_initial()
+            if not self._state.initial_running:
+                self._initial_finished()
+            return
         self._signal_done(collection.signal_id)
+
+    def _initial_finished(self) -> None:
+        assert self._state is not None
+        self._state.initial_done = {}
+        self._announce("COMPLETED", "", aggregate=INITIAL)
+        if self._stats is not None:
+            self._stats.finish_snapshot()
+        log.info("chunked initial snapshot completed")
 
     def _signal_done(self, signal_id: str) -> None:
         """COMPLETED for a signal whose last table is done while others' tables remain (the
@@ -428,6 +542,11 @@ class IncrementalSnapshotter:
 
     def _abandon(self, collection: _Collection, reason: str) -> None:
         assert self._state is not None
+        if collection.initial:  # skipping it would leave the table out of the topics for good
+            raise FatalError(
+                f"the chunked initial snapshot cannot read {collection.table}: {reason}. "
+                "Fix the cause and restart: it resumes at the chunk it could not read"
+            )
         log.error("incremental snapshot of %s abandoned: %s", collection.table, reason)
         self._last_signal = collection.signal_id
         self._state.collections.pop(0)
@@ -445,7 +564,8 @@ class IncrementalSnapshotter:
 
     def _finish(self) -> None:
         self._state, self._window = None, None
-        self._announce("COMPLETED", self._last_signal)
+        if self._last_signal:  # not after the initial snapshot alone: it announced its end
+            self._announce("COMPLETED", self._last_signal)
 
     # -- blocking snapshots ------------------------------------------------------------------
 

@@ -15,38 +15,19 @@ import sys
 import threading
 import time
 from collections import Counter
-from typing import Any
 
 import orjson
 import pytest
 
-from cdcflow.capture.connector_resource import CdcConnector, OffsetsSpec
 from cdcflow.capture.errors import FatalError
 from cdcflow.capture.kafka.producer import KafkaSink
 from cdcflow.capture.spi import Record
 from cdcflow.operator.devservices.kafka import KafkaBroker
 from tests.plugins.fix_capture import CaptureProcess, Event
-from tests.plugins.fix_conformance import ConnectorDriver
+from tests.plugins.fix_conformance import ConnectorDriver, exactly_once
 
 PLAIN = {"key.converter.schemas.enable": False, "value.converter.schemas.enable": False}
 LARGE_TRANSACTION = 2000
-
-
-def _exactly_once(driver: ConnectorDriver, tables: list[str]) -> CdcConnector:
-    """The driver's connector with exactly-once on: offsets and schema history in Kafka."""
-    config: dict[str, Any] = {
-        **PLAIN,
-        "exactly.once.support": "required",
-        "offset.flush.interval.ms": 300,
-    }
-    if driver.kind != "postgresql":  # a historized connector keeps its history in Kafka too
-        config |= {
-            "schema.history.internal": "io.debezium.storage.kafka.history.KafkaSchemaHistory",
-            "schema.history.internal.kafka.topic": f"{driver.name}-history",
-        }
-    resource = driver.resource(tables, **config)
-    spec = resource.spec.model_copy(update={"offsets": OffsetsSpec(store="kafka")})
-    return resource.model_copy(update={"spec": spec})
 
 
 def _creates(events: list[Event]) -> Counter[int]:
@@ -58,7 +39,8 @@ def test_kills_at_every_commit_instant_deliver_each_change_exactly_once(
 ) -> None:
     table = driver.table("eos")
     driver.create_table(table, ((1, "snapshot"),))
-    config = driver.capture.write_yaml(_exactly_once(driver, [table]))
+    resource = exactly_once(driver, [table], **PLAIN, **{"offset.flush.interval.ms": 300})
+    config = driver.capture.write_yaml(resource)
     next_id = 2
 
     def process(crash_point: str = "") -> CaptureProcess:

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 import pytest
 
-from cdcflow.capture.connector_resource import CdcConnector
+from cdcflow.capture.connector_resource import CdcConnector, OffsetsSpec
 from cdcflow.capture.credentials import Login
 from tests.plugins.fix_capture import CaptureHarness, Event, RunningEngine
 from tests.plugins.fix_db2 import Db2Server
@@ -50,6 +50,11 @@ class ConnectorDriver(Protocol):
     def create_table(self, table: str, rows: tuple[Row, ...] = ()) -> None: ...
 
     def insert(self, table: str, *rows: Row) -> str: ...
+
+    def signal_table(self, stem: str) -> str:
+        """Create a signal table the connector may write watermarks to; its
+        ``signal.data.collection`` name."""
+        ...
 
     def update(self, table: str, row_id: int, value: str) -> str: ...
 
@@ -105,6 +110,10 @@ class ConnectorDriver(Protocol):
         ...
 
 
+#: Debezium's documented signal table
+SIGNAL_COLUMNS = "(id varchar(64) PRIMARY KEY, type varchar(32) NOT NULL, data varchar(2048))"
+
+
 class StandardStatements:
     """The row statements both SQL dialects write alike."""
 
@@ -149,6 +158,11 @@ class PostgresDriver(StandardStatements):
 
     def truncate(self, *tables: str) -> str:
         return f"TRUNCATE {', '.join(tables)}"
+
+    def signal_table(self, stem: str) -> str:
+        table = self.table(stem)
+        self.capture.sql(f"CREATE TABLE {table} {SIGNAL_COLUMNS}")
+        return f"public.{table}"
 
     def run(self, *statements: str) -> None:
         self.capture.sql(*statements)
@@ -223,6 +237,15 @@ class MariaDbDriver(StandardStatements):
 
     def truncate(self, *tables: str) -> str:
         return "; ".join(f"TRUNCATE TABLE {table}" for table in tables)
+
+    def signal_table(self, stem: str) -> str:
+        table = self.table(stem)
+        self.run(
+            f"CREATE TABLE {table} {SIGNAL_COLUMNS}",
+            # what docs/mysql.md asks for: watermarks are rows the connector writes
+            f"GRANT INSERT, DELETE ON {table} TO '{self.server.cdc_user}'@'%'",
+        )
+        return f"{self.server.database}.{table}"
 
     def run(self, *statements: str) -> None:
         for statement in statements:
@@ -335,6 +358,16 @@ class Db2Driver:
     def truncate(self, *tables: str) -> str:
         raise AssertionError("ASN capture does not capture TRUNCATE; Db2 emits no t events")
 
+    def signal_table(self, stem: str) -> str:
+        table = self.table(stem)
+        self.db2.ensure_schema(self.schema)
+        self.db2.execute(
+            f'CREATE TABLE {self._qualified(table)} ("id" VARCHAR(64) NOT NULL PRIMARY KEY, '
+            '"type" VARCHAR(32) NOT NULL, "data" VARCHAR(2048))'
+        )
+        self.db2.add_table(self.schema, table)  # watermarks reach the connector through ASN
+        return f"{self.db2.database}.{self.schema}.{table}"
+
     def run(self, *statements: str) -> None:
         for statement in statements:
             self.db2.execute(statement)
@@ -401,6 +434,20 @@ class Db2Driver:
         for event in events:
             assert event.payload["transaction"]["id"] == begin["id"]
             assert event.payload["source"]["commit_lsn"] == begin["id"]
+
+
+def exactly_once(driver: ConnectorDriver, tables: list[str], **config: Any) -> CdcConnector:
+    """The driver's connector with ``exactly.once.support=required``: offsets in Kafka, and a
+    historized connector's schema history too (what the property needs)."""
+    config["exactly.once.support"] = "required"
+    if driver.kind != "postgresql":
+        config |= {
+            "schema.history.internal": "io.debezium.storage.kafka.history.KafkaSchemaHistory",
+            "schema.history.internal.kafka.topic": f"{driver.name}-history",
+        }
+    resource = driver.resource(tables, **config)
+    spec = resource.spec.model_copy(update={"offsets": OffsetsSpec(store="kafka")})
+    return resource.model_copy(update={"spec": spec})
 
 
 def _historized_resource(

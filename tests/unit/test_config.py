@@ -65,6 +65,35 @@ def test_invalid_enum_value_names_the_allowed_values() -> None:
         parse_properties({"topic.prefix": "s", "snapshot.mode": "sometimes"})
 
 
+@pytest.mark.parametrize(
+    ("extra", "fix"),
+    [
+        ({}, r"set signal\.data\.collection"),
+        ({"snapshot.mode": "initial_only"}, r"initial_only does not stream"),
+        (
+            {
+                "snapshot.select.statement.overrides": "public.a",
+                "snapshot.select.statement.overrides.public.a": "SELECT 1",
+            },
+            r"use snapshot\.strategy=exported",
+        ),
+    ],
+)
+def test_a_chunked_snapshot_that_cannot_run_is_refused_with_the_fix(
+    extra: dict[str, str], fix: str
+) -> None:
+    signal = {} if not extra else {"signal.data.collection": "public.signal"}
+    with pytest.raises(ConfigError, match=fix):
+        parse_properties({"topic.prefix": "s", "snapshot.strategy": "chunked", **signal, **extra})
+
+
+def test_a_chunked_snapshot_with_a_signal_table_is_accepted() -> None:
+    properties = parse_properties(
+        {"topic.prefix": "s", "snapshot.strategy": "chunked", "signal.data.collection": "public.s"}
+    )
+    assert properties.snapshot_strategy == "chunked"
+
+
 def test_include_and_exclude_lists_are_mutually_exclusive() -> None:
     with pytest.raises(ConfigError, match="mutually exclusive"):
         parse_properties(

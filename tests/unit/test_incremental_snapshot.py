@@ -11,9 +11,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import pytest
+
+from cdcflow.capture.errors import FatalError
 from cdcflow.capture.signals import commands
 from cdcflow.capture.signals.incremental import IncrementalSnapshotter, Notification
 from cdcflow.capture.spi import ChunkRow, Column, Offset, Op, RowChange, TableId, TableSchema
+from cdcflow.capture.stats import Stats
 
 TABLE = TableSchema(
     TableId("public", "items"),
@@ -122,7 +126,11 @@ class Run:
 
 
 def _snapshotter(
-    table: MemoryTable, *, chunk_size: int = 2, strategy: str = "insert_insert"
+    table: MemoryTable,
+    *,
+    chunk_size: int = 2,
+    strategy: str = "insert_insert",
+    stats: Stats | None = None,
 ) -> Run:
     emitted: list[RowChange] = []
     notes: list[Notification] = []
@@ -133,6 +141,7 @@ def _snapshotter(
         connector_name="c",
         emit=emitted.append,
         notify=notes.append,
+        stats=stats,
     )
     return Run(table, snap, emitted, notes)
 
@@ -265,3 +274,61 @@ def test_a_change_logged_before_the_window_that_the_chunk_missed_drops_the_stale
     assert _replay(run.emitted) == {1: "a", 2: "B", 3: "c"}
     reads = [e.after[0] for e in run.emitted if e.op is Op.READ]  # type: ignore[index]
     assert 2 not in reads, "the chunk row of key 2 is older than the change before it"
+
+
+def _initial(table: MemoryTable, stats: Stats, **options: Any) -> Run:
+    run = _snapshotter(table, stats=stats, **options)
+    run.snap.begin_initial({TABLE.id: len(table.rows)})
+    run.snap.start()
+    return run
+
+
+def test_a_chunked_initial_snapshot_marks_rows_as_an_exported_one_and_reports_progress() -> None:
+    stats = Stats("c", "server")
+    run = _initial(MemoryTable({1: "a", 2: "b", 3: "c", 4: "d", 5: "e"}), stats).drain()
+    assert [e.source["snapshot"] for e in run.emitted] == ["first", "true", "true", "true", "last"]
+    assert [(n.aggregate_type, n.type) for n in run.notes][::5] == [
+        ("Initial Snapshot", "STARTED"),
+        ("Initial Snapshot", "COMPLETED"),
+    ]
+    assert (stats.snapshot_running, stats.snapshot_completed) == (False, True)
+    assert stats.tables["public.items"].rows_scanned == 5
+    assert not run.snap.active
+
+
+def test_a_restarted_chunked_snapshot_reports_the_rows_read_before_at_once() -> None:
+    table = MemoryTable({k: str(k) for k in range(1, 8)})
+    first = _initial(table, Stats("c", "server"))
+    for _ in range(3):  # open, close of chunk one, open of chunk two
+        _kind, item = table.log.pop(0)
+        first.snap.on_signal(item, RowChange(TABLE, Op.CREATE, None, (0, ""), {"ts_ms": 1}))
+    saved = first.snap.decorate(Offset({"lsn": 5}))
+    table.log.clear()
+
+    stats = Stats("c", "server")
+    second = _snapshotter(table, stats=stats)
+    second.snap.restore(saved)
+    progress = stats.tables["public.items"]
+    assert (progress.rows_scanned, progress.rows_estimated, stats.snapshot_running) == (2, 7, True)
+    second.snap.start()
+    second.drain()
+    assert second.keys() == [3, 4, 5, 6, 7]
+    assert second.emitted[-1].source["snapshot"] == "last"
+
+
+def test_a_chunked_snapshot_refuses_a_table_without_a_key_and_names_the_way_out() -> None:
+    run = _snapshotter(MemoryTable({1: "a"}))
+    keyless = replace(TABLE, key_columns=())
+    run.table.snapshot_schema = lambda table: keyless  # type: ignore[method-assign]
+    with pytest.raises(FatalError, match=r"public.items has no primary key.*snapshot.strategy"):
+        run.snap.begin_initial({TABLE.id: 1})
+
+
+def test_a_stop_signal_leaves_the_chunked_initial_snapshot_running() -> None:
+    run = _initial(MemoryTable({1: "a", 2: "b", 3: "c"}), Stats("c", "server"), chunk_size=1)
+    run.snap.on_signal(
+        commands.parse("x", "stop-snapshot", '{"type": "incremental"}', channel="source"), None
+    )
+    run.drain()
+    assert run.keys() == [1, 2, 3]
+    assert ("IGNORED", "x") in [(n.type, n.additional_data["signal_id"]) for n in run.notes]

@@ -170,6 +170,8 @@ def test_retries_are_bounded_unless_unlimited() -> None:
 class _Signalling(Signalling):
     """Counts the pipeline's polls of the signal channels."""
 
+    chunk_closed = False
+
     def __init__(self) -> None:  # no snapshotter or channels: only the hooks below are used
         self.polls = 0
 

@@ -183,6 +183,27 @@ def test_snapshot_progress_shows_as_a_percentage() -> None:
     assert _reasons(status)["Ready"] == ("True", "SnapshotRunning")
 
 
+def test_a_chunked_snapshot_beside_streaming_shows_its_percentage_and_is_not_completed() -> None:
+    capture = {
+        "phase": "streaming",
+        "connected": True,
+        "snapshot": {
+            "running": True,
+            "tables": {
+                "a": {"rowsScanned": 100, "rowsEstimated": 100, "completed": True},
+                "b": {"rowsScanned": 20, "rowsEstimated": 300},
+            },
+        },
+    }
+    status = connector_status.compute(
+        connector_status.Observed(resource=_connector(), capture=capture)
+    )
+    assert status.fields["snapshot"] == "30%"
+    reasons = _reasons(status)
+    assert reasons["SnapshotCompleted"] == ("False", "SnapshotPending")
+    assert reasons["Streaming"] == ("True", "Streaming")
+
+
 def test_an_engine_that_lost_its_source_is_not_ready_and_says_why() -> None:
     capture = {
         "phase": "streaming",
