@@ -447,6 +447,12 @@ class EngineProperties(BaseModel):
                 "log, and snapshot.mode=initial_only does not stream: use "
                 "snapshot.strategy=exported, or snapshot.mode=initial"
             )
+        if self.snapshot_max_threads > 1:
+            raise ValueError(
+                "snapshot.strategy=chunked reads one chunk at a time between its watermarks "
+                "(parallel chunks are not built yet): leave snapshot.max.threads at 1, or use "
+                "snapshot.strategy=exported"
+            )
         if self.snapshot_select_statement_overrides:
             raise ValueError(
                 "snapshot.select.statement.overrides replaces a whole-table query, which "

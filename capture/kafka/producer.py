@@ -95,6 +95,8 @@ POLL_EVERY = 256
 STALL_S = 15.0
 #: The callback thread's wait for librdkafka events (also how long a close waits for it).
 SERVE_WAIT_S = 0.5
+#: How long a flush that failed bare waits for the callback thread to record the fatal error.
+FATAL_WAIT_S = 2.0
 #: How long the broker keeps a transaction open without a commit before aborting it (commits
 #: come every offset.flush.interval.ms, and during snapshots too).
 TRANSACTION_TIMEOUT_MS = 60_000
@@ -301,10 +303,18 @@ class KafkaSink:
             cause = raised if isinstance(raised, KafkaException) else raised.__cause__
             if isinstance(cause, KafkaException):
                 self._fatal = cause.args[0]
-            if self._fatal is None:
+            if not self._fatal_recorded():
                 raise
             raise self._fatal_error() from None
         self._raise_errors()
+
+    def _fatal_recorded(self) -> bool:
+        """Whether a fatal error is known, waiting briefly for it: the callback thread may be
+        the one that caught it, while this one's flush got only a bare SystemError."""
+        deadline = time.monotonic() + FATAL_WAIT_S
+        while self._fatal is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return self._fatal is not None
 
     def _fatal_error(self) -> FatalError:
         error = self._fatal
@@ -356,6 +366,11 @@ class KafkaSink:
         if not self._errors:
             return
         errors, self._errors = self._errors, []
+        # records purged from the queue are what a fatal error (fencing) leaves behind: say
+        # why, once the callback thread has recorded it
+        purged = any(e.code() == KafkaError._PURGE_QUEUE for e in errors)
+        if purged and self.transactional_id and self._fatal_recorded():
+            raise self._fatal_error()
         if self.transactional_id:
             self._abort()  # a transaction with a failed record can only be aborted
         first = errors[0]
