@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 #: 1: the hot path compiled with mypyc (capture/native.py); 0: all plain Python.
 NATIVE ?= 1
 
-.PHONY: setup demo test lint unit integration e2e bench clean
+.PHONY: setup demo test lint unit integration e2e bench chaos clean
 
 # New modules need the editable link tree refreshed (editable_mode=strict, so mypy sees the
 # mapped packages); that is a one-second reinstall of cdcflow alone on every run.
@@ -48,6 +48,10 @@ bench: setup
 	$(BIN)/python -m bench.commit_latency
 	$(BIN)/python -m bench.mysql_throughput
 	$(BIN)/python -m bench.db2_throughput
+
+# The chaos test of `make test` at soak length: 25 random kills per connector (~10 minutes).
+chaos: setup
+	CDCFLOW_CHAOS_KILLS=25 $(BIN)/python -m pytest tests/integration/test_chaos.py -p no:cacheprovider -q -s
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache
