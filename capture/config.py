@@ -287,7 +287,8 @@ class EngineProperties(BaseModel):
         description="exported (Debezium's): one transaction reads every table at one "
         "consistent point; a stop starts it again from zero. chunked: primary-key chunks "
         "between watermarks in the log (DBLog), while streaming runs; no long transaction "
-        "or lock, resumes from the last finished chunk. Needs signal.data.collection.",
+        "or lock, resumes from the last finished chunk, snapshot.max.threads tables at "
+        "once. Needs signal.data.collection.",
     )
     skip_messages_without_change: bool = Field(False, alias="skip.messages.without.change")
     query_fetch_size: int = Field(0, alias="query.fetch.size", ge=0)
@@ -446,12 +447,6 @@ class EngineProperties(BaseModel):
                 "snapshot.strategy=chunked reads its chunks between watermarks in the streamed "
                 "log, and snapshot.mode=initial_only does not stream: use "
                 "snapshot.strategy=exported, or snapshot.mode=initial"
-            )
-        if self.snapshot_max_threads > 1:
-            raise ValueError(
-                "snapshot.strategy=chunked reads one chunk at a time between its watermarks "
-                "(parallel chunks are not built yet): leave snapshot.max.threads at 1, or use "
-                "snapshot.strategy=exported"
             )
         if self.snapshot_select_statement_overrides:
             raise ValueError(

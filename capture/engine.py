@@ -33,6 +33,7 @@ from cdcflow.capture.pipeline import Dispatcher, Pipeline
 from cdcflow.capture.signals.channels import Notifications, Signalling
 from cdcflow.capture.signals.incremental import IncrementalSnapshotter
 from cdcflow.capture.spi import (
+    ChunkSource,
     Connector,
     Offset,
     OffsetStore,
@@ -287,6 +288,8 @@ class Engine:
                 "=warn (or skip) to emit a nullable column's value as null"
             ) from None
         finally:
+            if pipeline.dispatcher.signalling is not None:
+                pipeline.dispatcher.signalling.close()
             connector.close(stopping=finished)
 
     def _delay_streaming(self) -> bool:
@@ -324,6 +327,7 @@ class Engine:
             notify=notify,
             allow_schema_changes=properties.incremental_snapshot_allow_schema_changes,
             stats=self.stats,
+            readers=self._parallel_readers(),
         )
         signalling = Signalling(
             snapshotter=snapshotter,
@@ -333,6 +337,14 @@ class Engine:
         )
         signalling.restore(offset)
         return signalling
+
+    def _parallel_readers(self) -> list[ChunkSource]:
+        """Chunk sources beyond the first, one per further ``snapshot.max.threads``: a window
+        of the chunked initial snapshot reads a chunk of that many tables at once."""
+        properties = self.properties
+        if properties.snapshot_strategy != "chunked":
+            return []
+        return [self.connector.chunk_source() for _ in range(properties.snapshot_max_threads - 1)]
 
     def _kafka_signals(self) -> Any:
         from cdcflow.capture.kafka.signals import KafkaSignalChannel

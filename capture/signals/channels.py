@@ -162,5 +162,6 @@ class Signalling:
             self._reject("", str(error))
 
     def close(self) -> None:
+        self.snapshotter.close()
         if self._kafka is not None:
             self._kafka.close()

@@ -24,7 +24,8 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,6 +78,9 @@ class _Collection:
     initial: bool = False
     #: the table's estimated rows when the initial snapshot began (for its percentage)
     estimate: int = 0
+    #: the last key emitted and the largest key to read (None until the table's first chunk)
+    last_key: list[str | None] | None = None
+    max_key: list[str | None] | None = None
 
 
 @dataclass
@@ -84,8 +88,6 @@ class _State:
     """What survives a restart (stored in the offset under ``incremental_snapshot``)."""
 
     collections: list[_Collection]
-    last_key: list[str | None] | None = None
-    max_key: list[str | None] | None = None
     paused: bool = False
     #: tables of the chunked initial snapshot already read: rows and estimate of each
     initial_done: dict[str, list[int]] = field(default_factory=dict)
@@ -93,8 +95,6 @@ class _State:
     def to_dict(self) -> dict[str, Any]:
         return {
             "collections": [vars(c) for c in self.collections],
-            "last_key": self.last_key,
-            "max_key": self.max_key,
             "paused": self.paused,
             "initial_done": self.initial_done,
         }
@@ -102,13 +102,10 @@ class _State:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> _State:
         collections = [_Collection(**c) for c in data.get("collections", [])]
-        return cls(
-            collections,
-            data.get("last_key"),
-            data.get("max_key"),
-            data.get("paused", False),
-            dict(data.get("initial_done") or {}),
-        )
+        if collections and data.get("max_key") is not None:
+            # stored by cdcflow 0.1, where the keys of the table being read sat on the state
+            collections[0].last_key, collections[0].max_key = data.get("last_key"), data["max_key"]
+        return cls(collections, data.get("paused", False), dict(data.get("initial_done") or {}))
 
     @property
     def initial_running(self) -> bool:
@@ -116,14 +113,34 @@ class _State:
 
 
 @dataclass
-class _Window:
-    chunk_id: str
+class _Part:
+    """One table's chunk in a window, read on its own connection."""
+
+    collection: _Collection
     table: TableSchema
     key: tuple[str, ...]
-    rows: dict[bytes, ChunkRow]
-    last_key: tuple[str | None, ...] | None
-    full: bool
+    reader: ChunkSource
+    rows: dict[bytes, ChunkRow] = field(default_factory=dict)
+    last_key: tuple[str | None, ...] | None = None
+    full: bool = False
+
+
+@dataclass
+class _Window:
+    """The chunks read between one pair of watermarks: one table's, or under
+    ``snapshot.max.threads`` > 1 one chunk of each of that many initial-snapshot tables."""
+
+    chunk_id: str
+    parts: dict[TableId, _Part]
     open: bool = False
+
+
+class _ChunkReadError(SnapshotQueryError):
+    """A chunk query of one table failed: that table's snapshot is abandoned."""
+
+    def __init__(self, collection: _Collection, reason: str) -> None:
+        super().__init__(reason)
+        self.collection = collection
 
 
 Emit = Callable[[RowChange], None]
@@ -149,7 +166,12 @@ class IncrementalSnapshotter:
         notify: Notify,
         allow_schema_changes: bool = False,
         stats: Stats | None = None,
+        readers: Sequence[ChunkSource] = (),
     ) -> None:
+        """``readers``: more chunk sources (connections), so that a window of the chunked
+        initial snapshot reads one chunk of each of that many more tables at once."""
+        self._readers = [source, *readers]
+        self._pool: ThreadPoolExecutor | None = None
         self._allow_schema_changes = allow_schema_changes
         self._stats = stats
         self._source = source
@@ -230,6 +252,12 @@ class IncrementalSnapshotter:
         """Open the first (or next, after a restart) chunk if there is work and no window."""
         if self._window is None:
             self._next_chunk()
+
+    def close(self) -> None:
+        """Stop the chunk-reading threads (the readers' connections are the connector's)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
 
     @property
     def active(self) -> bool:
@@ -321,7 +349,6 @@ class IncrementalSnapshotter:
         state.collections = [c for c in state.collections if c.initial or c.table not in matches]
         if current.table in matches and not current.initial:
             self._window = None
-            state.last_key = state.max_key = None
         self._aborted(before, state.collections, stop_id=signal.id)
         if not state.collections:
             self._state, self._window = None, None
@@ -366,13 +393,16 @@ class IncrementalSnapshotter:
         order equals visibility order, which PostgreSQL does not promise)."""
         self._last_source = change.source
         window = self._window
-        if window is None or change.table.id != window.table.id:
+        if window is None:
             return
-        if not window.open and not self._source.missed(change):
+        part = window.parts.get(change.table.id)
+        if part is None:
+            return
+        if not window.open and not part.reader.missed(change):
             return  # committed before the open watermark and seen by the chunk read
         for row in (change.before, change.after):
             if row is not None:
-                window.rows.pop(self._stream_key(change.table, window.key, row), None)
+                part.rows.pop(self._stream_key(change.table, part.key, row), None)
 
     def _stream_key(self, table: TableSchema, key: tuple[str, ...], row: tuple[Any, ...]) -> bytes:
         cached = self._key_positions.get(id(table))
@@ -383,71 +413,61 @@ class IncrementalSnapshotter:
         return orjson.dumps([row[i] for i in cached[1]])
 
     def _next_chunk(self) -> None:
-        """Open, read and close the next chunk, moving past finished or broken tables."""
+        """Open, read and close the next window, moving past finished or broken tables."""
         while self._state is not None and not self._state.paused:
             if not self._state.collections:
                 self._finish()
                 return
-            collection = self._state.collections[0]
             try:
-                if self._open_chunk_allowing_schema_changes(collection):
+                if self._open_window_allowing_schema_changes(self._batch()):
                     return
-            except SnapshotQueryError as error:
-                self._abandon(collection, str(error))
+            except _ChunkReadError as failed:
+                self._abandon(failed.collection, str(failed))
 
-    def _open_chunk_allowing_schema_changes(self, collection: _Collection) -> bool:
-        """:meth:`_open_chunk`; with ``incremental.snapshot.allow.schema.changes`` a chunk whose
-        table changed while it was read is read again (on the table's new schema)."""
+    def _batch(self) -> list[_Collection]:
+        """The tables of the next window: the head of the queue, or as many tables of the
+        initial snapshot (which lead the queue) as there are readers."""
+        assert self._state is not None
+        head = self._state.collections[0]
+        if not head.initial:
+            return [head]
+        initial = [c for c in self._state.collections if c.initial]
+        return initial[: len(self._readers)]
+
+    def _open_window_allowing_schema_changes(self, batch: list[_Collection]) -> bool:
+        """:meth:`_open_window`; with ``incremental.snapshot.allow.schema.changes`` a window
+        whose table changed while it was read is read again (on the table's new schema)."""
         for _ in range(SCHEMA_CHANGE_RETRIES):
             try:
-                return self._open_chunk(collection)
+                return self._open_window(batch)
             except SnapshotSchemaChangedError as error:
                 if not self._allow_schema_changes:
                     raise
                 log.info("%s; reading the chunk again", error)
-        return self._open_chunk(collection)
+                assert self._state is not None
+                left = {id(c) for c in self._state.collections}
+                batch = [c for c in batch if id(c) in left]
+        return self._open_window(batch)
 
-    def _open_chunk(self, collection: _Collection) -> bool:
-        """Start the next window of ``collection``; False when the table needs no more chunks."""
-        assert self._state is not None
-        table = self._source.snapshot_schema(TableId.parse(collection.table))
-        key = (
-            (collection.surrogate_key,)
-            if collection.surrogate_key
-            else (table.key_columns if table else ())
-        )
-        if table is None or not key:
-            raise SnapshotQueryError(
-                f"{collection.table} has no primary key; give a surrogate-key in the signal"
-                if table is not None
-                else f"{collection.table} does not exist"
-            )
-        if self._state.max_key is None:
-            found = self._source.max_key(table, key=key, condition=collection.condition)
-            if found is None:
-                self._table_done(collection)
-                return False
-            self._state.max_key = list(found)
+    def _open_window(self, batch: list[_Collection]) -> bool:
+        """Write the open watermark, read the next chunk of each table of ``batch`` and write
+        the close watermark; False when none of them needs another chunk."""
+        parts = [
+            part
+            for collection, reader in zip(batch, self._readers, strict=False)
+            if (part := self._part(collection, reader)) is not None
+        ]
+        if not parts:
+            return False
         chunk_id = str(uuid.uuid4())
         self._source.write_signal(
             signal_id=f"{chunk_id}-open", signal_type="snapshot-window-open", data="{}"
         )
-        rows = self._source.read_chunk(
-            table,
-            key=key,
-            after=tuple(self._state.last_key) if self._state.last_key is not None else None,
-            up_to=tuple(self._state.max_key),
-            condition=collection.condition,
-            limit=self._chunk_size,
-        )
-        self._window = _Window(
-            chunk_id=chunk_id,
-            table=table,
-            key=key,
-            rows={_key_bytes(table, key, row.values): row for row in rows},
-            last_key=rows[-1].key if rows else None,
-            full=len(rows) >= self._chunk_size,
-        )
+        if len(parts) == 1:
+            self._read(parts[0])
+        else:
+            list(self._reading_pool().map(self._read, parts))
+        self._window = _Window(chunk_id, {part.table.id: part for part in parts})
         if self._strategy == "insert_delete":
             self._source.delete_signal(signal_id=f"{chunk_id}-open")
         else:
@@ -456,58 +476,132 @@ class IncrementalSnapshotter:
             )
         return True
 
+    def _reading_pool(self) -> ThreadPoolExecutor:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(len(self._readers), thread_name_prefix="chunk-read")
+        return self._pool
+
+    def _part(self, collection: _Collection, reader: ChunkSource) -> _Part | None:
+        """What reading the next chunk of ``collection`` needs; None when the table has no
+        rows to read (it is then done)."""
+        table = reader.snapshot_schema(TableId.parse(collection.table))
+        key = (
+            (collection.surrogate_key,)
+            if collection.surrogate_key
+            else (table.key_columns if table else ())
+        )
+        if table is None or not key:
+            raise _ChunkReadError(
+                collection,
+                f"{collection.table} has no primary key; give a surrogate-key in the signal"
+                if table is not None
+                else f"{collection.table} does not exist",
+            )
+        if collection.max_key is None:
+            try:
+                found = reader.max_key(table, key=key, condition=collection.condition)
+            except SnapshotSchemaChangedError:
+                raise
+            except SnapshotQueryError as error:
+                raise _ChunkReadError(collection, str(error)) from None
+            if found is None:
+                self._table_done(collection)
+                return None
+            collection.max_key = list(found)
+        return _Part(collection, table, key, reader)
+
+    def _read(self, part: _Part) -> None:
+        collection = part.collection
+        assert collection.max_key is not None
+        try:
+            rows = part.reader.read_chunk(
+                part.table,
+                key=part.key,
+                after=tuple(collection.last_key) if collection.last_key is not None else None,
+                up_to=tuple(collection.max_key),
+                condition=collection.condition,
+                limit=self._chunk_size,
+            )
+        except SnapshotSchemaChangedError:
+            raise
+        except SnapshotQueryError as error:
+            raise _ChunkReadError(collection, str(error)) from None
+        part.rows = {_key_bytes(part.table, part.key, row.values): row for row in rows}
+        part.last_key = rows[-1].key if rows else None
+        # a full chunk ending at the largest key is the table's last too: its last row is
+        # then marked as the table's last, not left for an empty chunk after it
+        at_end = part.last_key is not None and list(part.last_key) == collection.max_key
+        part.full = len(rows) >= self._chunk_size and not at_end
+
     def _close_window(self, change: RowChange | None) -> None:
         window, state = self._window, self._state
         if window is None or state is None:
             return
         self._window = None
         source = dict(change.source) if change is not None else {}
-        table = window.table.id
-        collection = state.collections[0]
-        markers = self._markers(collection, rows=len(window.rows), last_chunk=not window.full)
-        for row, marker in zip(window.rows.values(), markers, strict=True):
-            row_source = self._source.source_for(source, table, snapshot=marker)
-            self._emit(RowChange(window.table, Op.READ, None, row.values, row_source))
-        collection.rows += len(window.rows)
-        if window.last_key is not None:
-            state.last_key = list(window.last_key)
-        if collection.initial:
+        parts = list(window.parts.values())
+        first = not state.initial_done and not any(c.rows for c in state.collections if c.initial)
+        last = self._last_part(parts)
+        for part in parts:
+            collection = part.collection
+            markers = self._markers(part, first=first, last=part is last)
+            first = first and not part.rows
+            for row, marker in zip(part.rows.values(), markers, strict=True):
+                row_source = self._source.source_for(source, part.table.id, snapshot=marker)
+                self._emit(RowChange(part.table, Op.READ, None, row.values, row_source))
+            collection.rows += len(part.rows)
+            if part.last_key is not None:
+                collection.last_key = list(part.last_key)
+        if any(part.collection.initial for part in parts):
             self._report_initial()
         self.chunk_closed = True
         faults.crash_point("chunk-closed")  # rows emitted, the offset covering them not saved
-        self._announce(
-            "IN_PROGRESS",
-            collection.signal_id,
-            aggregate=INITIAL if collection.initial else INCREMENTAL,
-            data_collections=",".join(self._tables()),
-            current_collection_in_progress=collection.table,
-            maximum_key=orjson.dumps(state.max_key).decode(),
-            last_processed_key=orjson.dumps(state.last_key).decode(),
-        )
-        if not window.full:
-            self._table_done(collection)
+        for part in parts:
+            collection = part.collection
+            self._announce(
+                "IN_PROGRESS",
+                collection.signal_id,
+                aggregate=INITIAL if collection.initial else INCREMENTAL,
+                data_collections=",".join(self._tables()),
+                current_collection_in_progress=collection.table,
+                maximum_key=orjson.dumps(collection.max_key).decode(),
+                last_processed_key=orjson.dumps(collection.last_key).decode(),
+            )
+            if not part.full:
+                self._table_done(collection)
         self._next_chunk()
 
-    def _markers(self, collection: _Collection, *, rows: int, last_chunk: bool) -> list[str]:
+    def _last_part(self, parts: list[_Part]) -> _Part | None:
+        """The part holding the initial snapshot's very last row: the last one finishing its
+        table when no other table of the initial snapshot is left."""
+        assert self._state is not None
+        finishing = [p for p in parts if p.collection.initial and not p.full and p.rows]
+        ending = {id(p.collection) for p in parts if not p.full}
+        others = [c for c in self._state.collections if c.initial and id(c) not in ending]
+        return finishing[-1] if finishing and not others else None
+
+    @staticmethod
+    def _markers(part: _Part, *, first: bool, last: bool) -> list[str]:
         """``source.snapshot`` of a closing window's rows: ``incremental`` for a signalled
         snapshot; for the chunked initial one, as an exported snapshot marks them."""
-        if not collection.initial:
+        rows = len(part.rows)
+        if not part.collection.initial:
             return ["incremental"] * rows
-        assert self._state is not None
         markers = ["true"] * rows
-        if rows and last_chunk:
-            more = any(c.initial for c in self._state.collections[1:])
-            markers[-1] = "last_in_data_collection" if more else "last"
-        if rows and collection.rows == 0:
-            first = not self._state.initial_done
+        if rows and not part.full:
+            markers[-1] = "last" if last else "last_in_data_collection"
+        if rows and part.collection.rows == 0:
             markers[0] = "first" if first else "first_in_data_collection"
         return markers
+
+    def _drop(self, collection: _Collection) -> None:
+        assert self._state is not None
+        self._state.collections = [c for c in self._state.collections if c is not collection]
 
     def _table_done(self, collection: _Collection) -> None:
         assert self._state is not None
         self._last_signal = collection.signal_id
-        self._state.collections.pop(0)
-        self._state.last_key = self._state.max_key = None
+        self._drop(collection)
         self._announce(
             "TABLE_SCAN_COMPLETED",
             collection.signal_id,
@@ -549,8 +643,7 @@ class IncrementalSnapshotter:
             )
         log.error("incremental snapshot of %s abandoned: %s", collection.table, reason)
         self._last_signal = collection.signal_id
-        self._state.collections.pop(0)
-        self._state.last_key = self._state.max_key = None
+        self._drop(collection)
         self._window = None
         self._announce(
             "TABLE_SCAN_COMPLETED",

@@ -15,6 +15,8 @@ import threading
 import time
 from collections import Counter
 
+import orjson
+
 from tests.plugins.fix_capture import CaptureProcess, Event
 from tests.plugins.fix_conformance import ConnectorDriver, exactly_once
 
@@ -111,3 +113,47 @@ def test_a_killed_chunked_snapshot_resumes_at_its_chunk_and_the_topic_equals_the
     everything = _reads(driver.capture.events(driver.topic(table), isolation="read_uncommitted"))
     read_again = sum(everything.values()) - len(everything)
     assert read_again <= CHUNK, f"{read_again} rows read again: more than the chunk in flight"
+
+
+def _window_positions(events: list[Event]) -> set[bytes]:
+    """Where each snapshot read was emitted: the close watermark's position in the log, which
+    the rows of one window share (the table's own fields and the marker aside)."""
+    own = {"table", "schema", "db", "snapshot"}
+    return {
+        orjson.dumps({k: v for k, v in e.payload["source"].items() if k not in own})
+        for e in events
+        if e.op == "r"
+    }
+
+
+def test_snapshot_max_threads_reads_a_chunk_of_several_tables_in_one_window(
+    driver: ConnectorDriver,
+) -> None:
+    tables = [driver.table(f"parallel{n}") for n in range(3)]
+    for n, table in enumerate(tables):
+        driver.create_table(table)
+        rows = ((i, f"{table} {i}") for i in range(1, 1_001 + 500 * n))
+        driver.run(driver.insert(table, *rows))
+    properties = {
+        **PLAIN,
+        "snapshot.strategy": "chunked",
+        "snapshot.max.threads": 3,
+        "signal.data.collection": driver.signal_table("parallel_signal"),
+        "incremental.snapshot.chunk.size": 200,
+    }
+    running = driver.start(tables, **properties)
+    try:
+        topics = {
+            table: driver.wait_for_events(
+                table, lambda ev, t=table: len(_reads(ev)) == len(driver.rows(t))
+            )
+            for table in tables
+        }
+    finally:
+        running.stop()
+    for table, events in topics.items():
+        assert _replay(events) == driver.rows(table)
+    windows = [_window_positions(events) for events in topics.values()]
+    assert windows[0] & windows[1] & windows[2], "the three tables shared their first windows"
+    markers = [e.payload["source"]["snapshot"] for ev in topics.values() for e in ev]
+    assert markers.count("first") == 1 and markers.count("last") == 1

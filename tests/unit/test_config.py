@@ -70,7 +70,6 @@ def test_invalid_enum_value_names_the_allowed_values() -> None:
     [
         ({}, r"set signal\.data\.collection"),
         ({"snapshot.mode": "initial_only"}, r"initial_only does not stream"),
-        ({"snapshot.max.threads": "4"}, r"leave snapshot\.max\.threads at 1"),
         (
             {
                 "snapshot.select.statement.overrides": "public.a",

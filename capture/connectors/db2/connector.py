@@ -78,7 +78,8 @@ class Db2Connector:
         #: :meth:`position_available`).
         self._lost: list[tables.Registration] = []
         self._start: Db2Position | None = None
-        self._chunks: Db2Chunks | None = None
+        #: every chunk source handed out (snapshot.max.threads readers of a chunked snapshot)
+        self._chunks: list[Db2Chunks] = []
         self._stream: ChangeStream | None = None
 
     @property
@@ -283,14 +284,15 @@ class Db2Connector:
         return agent_timeout_s(commit, sleep)
 
     def chunk_source(self) -> Db2Chunks:
-        self._chunks = Db2Chunks(
+        chunks = Db2Chunks(
             self.endpoint,
             self.driver,
             structures=self.structures,
             captured=self.captured_tables,
             signal_table=self.signal_table,
         )
-        return self._chunks
+        self._chunks.append(chunks)
+        return chunks
 
     def insert_signal(self, *, table: str, signal_id: str, signal_type: str, data: str) -> bool:
         """Insert a signal row on a connection of its own; False when the id exists already."""
@@ -314,7 +316,7 @@ class Db2Connector:
         return schema.columns[0].name if schema is not None else "ID"
 
     def close(self, *, stopping: bool = False) -> None:
-        for part in (self._stream, self._chunks, self._conn):
+        for part in (self._stream, *self._chunks, self._conn):
             if part is not None:
                 part.close()
-        self._stream, self._chunks, self._conn = None, None, None
+        self._stream, self._chunks, self._conn = None, [], None

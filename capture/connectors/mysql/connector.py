@@ -74,7 +74,8 @@ class MySqlConnector:
         self._conn: Connection | None = None
         self._info: checks.ServerInfo | None = None
         self._start: BinlogPosition | None = None
-        self._chunks: MySqlChunks | None = None
+        #: every chunk source handed out (snapshot.max.threads readers of a chunked snapshot)
+        self._chunks: list[MySqlChunks] = []
         self._stream: BinlogStream | None = None
 
     @property
@@ -224,13 +225,14 @@ class MySqlConnector:
 
     def chunk_source(self) -> MySqlChunks:
         signal = self.properties.signal_data_collection
-        self._chunks = MySqlChunks(
+        chunks = MySqlChunks(
             self.endpoint,
             structures=self.structures,
             captured=self.captured_tables,
             signal_table=TableId.parse(signal) if signal else None,
         )
-        return self._chunks
+        self._chunks.append(chunks)
+        return chunks
 
     def insert_signal(self, *, table: str, signal_id: str, signal_type: str, data: str) -> bool:
         """Insert a signal row on a connection of its own; False when the id exists already."""
@@ -249,8 +251,8 @@ class MySqlConnector:
     def close(self, *, stopping: bool = False) -> None:
         if self._stream is not None:
             self._stream.close()
-        if self._chunks is not None:
-            self._chunks.close()
+        for chunks in self._chunks:
+            chunks.close()
         if self._conn is not None:
             self._conn.close()
-        self._stream, self._chunks, self._conn = None, None, None
+        self._stream, self._chunks, self._conn = None, [], None

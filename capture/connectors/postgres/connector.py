@@ -186,7 +186,8 @@ class PostgresConnector:
         self._conn: psycopg.Connection[tuple[Any, ...]] | None = None
         self._catalog: TableCatalog | None = None
         self._slot: SlotHandle | None = None
-        self._chunks: PostgresChunks | None = None
+        #: every chunk source handed out (snapshot.max.threads readers of a chunked snapshot)
+        self._chunks: list[PostgresChunks] = []
 
     @property
     def conn(self) -> psycopg.Connection[tuple[Any, ...]]:
@@ -443,7 +444,7 @@ class PostgresConnector:
         if self._catalog is None:
             raise RuntimeError("prepare() first")
         signal = self.properties.signal_data_collection
-        self._chunks = PostgresChunks(
+        chunks = PostgresChunks(
             connect(self.endpoint),
             catalog=self._catalog,
             captured=self.captured_tables,
@@ -455,7 +456,8 @@ class PostgresConnector:
                 reconnect=lambda: connect(self.endpoint),
             ),
         )
-        return self._chunks
+        self._chunks.append(chunks)
+        return chunks
 
     def cleanup(self) -> list[str]:
         """Remove what the connector left on the server (``cleanupPolicy: Delete``)."""
@@ -537,11 +539,11 @@ class PostgresConnector:
             self._slot = None
         if stopping and self.properties.slot_drop_on_stop and self._conn is not None:
             self._drop_slot()
-        if self._chunks is not None:
-            self._chunks.close()
+        for chunks in self._chunks:
+            chunks.close()
         if self._conn is not None:
             self._conn.close()
-        self._conn, self._chunks = None, None
+        self._conn, self._chunks = None, []
 
     def _drop_slot(self) -> bool:
         """Drop the slot once the walsender of the stream closed just now has released it.
