@@ -136,11 +136,13 @@ class _Window:
 
 
 class _ChunkReadError(SnapshotQueryError):
-    """A chunk query of one table failed: that table's snapshot is abandoned."""
+    """A chunk query of one table failed: that table's snapshot is abandoned, unless the
+    table's schema changed and ``incremental.snapshot.allow.schema.changes`` reads again."""
 
-    def __init__(self, collection: _Collection, reason: str) -> None:
-        super().__init__(reason)
+    def __init__(self, collection: _Collection, error: SnapshotQueryError) -> None:
+        super().__init__(str(error))
         self.collection = collection
+        self.schema_changed = isinstance(error, SnapshotSchemaChangedError)
 
 
 Emit = Callable[[RowChange], None]
@@ -440,8 +442,8 @@ class IncrementalSnapshotter:
         for _ in range(SCHEMA_CHANGE_RETRIES):
             try:
                 return self._open_window(batch)
-            except SnapshotSchemaChangedError as error:
-                if not self._allow_schema_changes:
+            except _ChunkReadError as error:
+                if not (error.schema_changed and self._allow_schema_changes):
                     raise
                 log.info("%s; reading the chunk again", error)
                 assert self._state is not None
@@ -493,17 +495,17 @@ class IncrementalSnapshotter:
         if table is None or not key:
             raise _ChunkReadError(
                 collection,
-                f"{collection.table} has no primary key; give a surrogate-key in the signal"
-                if table is not None
-                else f"{collection.table} does not exist",
+                SnapshotQueryError(
+                    f"{collection.table} has no primary key; give a surrogate-key in the signal"
+                    if table is not None
+                    else f"{collection.table} does not exist"
+                ),
             )
         if collection.max_key is None:
             try:
                 found = reader.max_key(table, key=key, condition=collection.condition)
-            except SnapshotSchemaChangedError:
-                raise
             except SnapshotQueryError as error:
-                raise _ChunkReadError(collection, str(error)) from None
+                raise _ChunkReadError(collection, error) from None
             if found is None:
                 self._table_done(collection)
                 return None
@@ -522,10 +524,8 @@ class IncrementalSnapshotter:
                 condition=collection.condition,
                 limit=self._chunk_size,
             )
-        except SnapshotSchemaChangedError:
-            raise
         except SnapshotQueryError as error:
-            raise _ChunkReadError(collection, str(error)) from None
+            raise _ChunkReadError(collection, error) from None
         part.rows = {_key_bytes(part.table, part.key, row.values): row for row in rows}
         part.last_key = rows[-1].key if rows else None
         # a full chunk ending at the largest key is the table's last too: its last row is

@@ -167,7 +167,8 @@ def test_incremental_snapshot_resumes_after_a_restart_where_it_stopped(
             assert time.monotonic() < deadline, "snapshot made no progress"
             time.sleep(0.05)
         first.stop()
-        resumed_at = first.engine.stats.offset["incremental_snapshot"]["last_key"]
+        (table_progress,) = first.engine.stats.offset["incremental_snapshot"]["collections"]
+        resumed_at = table_progress["last_key"]
         second = capture.start(resource)
         _wait_for_status(second, "snap-2", "COMPLETED")
     finally:

@@ -332,3 +332,19 @@ def test_a_stop_signal_leaves_the_chunked_initial_snapshot_running() -> None:
     run.drain()
     assert run.keys() == [1, 2, 3]
     assert ("IGNORED", "x") in [(n.type, n.additional_data["signal_id"]) for n in run.notes]
+
+
+def test_progress_stored_by_the_previous_release_resumes_where_it_stopped() -> None:
+    """Offsets written before the keys moved onto each table (cdcflow 0.1) resume too."""
+    table = MemoryTable({k: str(k) for k in range(1, 8)})
+    stored = {
+        "collections": [{"table": "public.items", "signal_id": "sig-1", "rows": 2}],
+        "last_key": ["2"],
+        "max_key": ["7"],
+        "paused": False,
+    }
+    run = _snapshotter(table)
+    run.snap.restore(Offset({"lsn": 5, "incremental_snapshot": stored}))
+    run.snap.start()
+    run.drain()
+    assert run.keys() == [3, 4, 5, 6, 7]
