@@ -68,3 +68,12 @@ class ResumableTransactions(Protocol):
         """The offset covering every event yielded so far, while a transaction with events
         is open (None otherwise: the last commit's offset covers everything)."""
         ...
+
+
+@runtime_checkable
+class Discarding(Protocol):
+    """A sink that can drop what was written since its last commit (a transactional Kafka
+    sink aborts its transaction), so a run restarted from the last committed offset does
+    not deliver those records twice."""
+
+    def discard(self) -> None: ...

@@ -20,7 +20,13 @@ from typing import Any
 
 from cdcflow.capture import native, replay
 from cdcflow.capture import snapshot as snapshots
-from cdcflow.capture.capabilities import Heartbeats, Historized, LogMessages, SignalWriter
+from cdcflow.capture.capabilities import (
+    Discarding,
+    Heartbeats,
+    Historized,
+    LogMessages,
+    SignalWriter,
+)
 from cdcflow.capture.config import ConfigError, EngineProperties, HistorizedProperties
 from cdcflow.capture.connector_resource import CdcConnector
 from cdcflow.capture.converting import ConversionError
@@ -232,6 +238,8 @@ class Engine:
                 self.stats.last_error = str(error)
                 self.stats.connected = False
                 log.warning("%s; restarting from the last offset in %.1fs", error, delay)
+                if isinstance(self.sink, Discarding):  # exactly once: nothing of this run
+                    self.sink.discard()
                 self.connector.close()
                 self.stop.wait(delay)
             finally:

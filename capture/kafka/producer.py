@@ -165,6 +165,8 @@ class KafkaSink:
         self._producer = Producer(config)
         #: Transactions are started (fencing earlier producers) before the first write.
         self._needs_start = bool(transactional_id)
+        #: an open transaction that could not be aborted yet (Kafka was unreachable)
+        self._abort_pending = False
         admin_config: dict[str, Any] = {
             **security,
             "bootstrap.servers": bootstrap_servers,
@@ -331,9 +333,25 @@ class KafkaSink:
         """Commit everything written since the last commit at once, and open the next
         transaction; on failure nothing of it is ever seen (see the module docstring)."""
         self.start_transactions()
+        if self._abort_pending:
+            # records of a failed run are in this transaction with the current run's: end it
+            # all; the engine then resumes from the last committed offset
+            self._abort()
+            raise RetriableError(
+                "a Kafka transaction left open by a failed run could not be aborted until now; "
+                "resuming from the last committed offset"
+            )
         self._raise_errors()
         self._transaction_call(self._producer.commit_transaction, TRANSACTION_CALL_S)
         self._producer.begin_transaction()
+
+    def discard(self) -> None:
+        """Drop everything written since the last commit: the open transaction is aborted
+        (now, or before the next commit if Kafka cannot be reached), so a run that restarts
+        from the last committed offset writes it once. Without transactions, nothing: those
+        records are delivered (at least once)."""
+        if self.transactional_id and self._fatal is None:
+            self._abort()
 
     def _transaction_call(self, call: Callable[[float], None], timeout_s: float) -> None:
         """A transactional call whose failure is told the way the engine acts on it."""
@@ -357,7 +375,9 @@ class KafkaSink:
         try:
             self._producer.abort_transaction(TRANSACTION_CALL_S)
             self._producer.begin_transaction()
+            self._abort_pending = False
         except KafkaException as error:
+            self._abort_pending = True
             log.warning("could not abort the Kafka transaction: %s", error.args[0].str())
 
     def _raise_errors(self) -> None:

@@ -22,8 +22,8 @@ import shutil
 import subprocess
 import tempfile
 import uuid
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from cdcflow.operator.devservices import maven, processes
@@ -99,7 +99,26 @@ class KafkaBroker:
     version: str
     data_dir: Path
     log: Path
-    pid: int
+    #: the broker's processes, the running one last (a restart adds one)
+    processes: list[subprocess.Popen[bytes]] = field(repr=False, compare=False)
+    restart_command: Sequence[str] = field(repr=False, compare=False)
+
+    @property
+    def pid(self) -> int:
+        return self.processes[-1].pid
+
+    def restart(self, *, crash: bool = True) -> None:
+        """Stop the broker (SIGKILL, as a crash, or SIGTERM) and start it again on the same
+        port and data, waiting until it answers: what a broker pod's restart does."""
+        current = self.processes[-1]
+        if crash:
+            current.kill()
+            current.wait(30)
+        else:
+            processes.stop_process(current)
+        started = processes.start_process(self.restart_command, log=self.log)
+        self.processes.append(started)
+        _wait_ready(started, host=self.host, port=self.port, log=self.log)
 
 
 def pom_xml() -> str:
@@ -165,11 +184,10 @@ def running_kafka() -> Iterator[KafkaBroker]:
         data_dir, log = workdir / "data", workdir / "kafka.log"
         config = _write_config(workdir, port=port, controller_port=controller_port, host=host)
         cluster_id = _format_storage(java, libs, workdir, config=config, log=log)
-        process = processes.start_process(
-            _java_command(java, libs, workdir, SERVER_MAIN, str(config)), log=log
-        )
+        command = _java_command(java, libs, workdir, SERVER_MAIN, str(config))
+        started = [processes.start_process(command, log=log)]
         try:
-            _wait_ready(process, host=host, port=port, log=log)
+            _wait_ready(started[0], host=host, port=port, log=log)
             yield KafkaBroker(
                 bootstrap_servers=f"{host}:{port}",
                 host=host,
@@ -179,10 +197,11 @@ def running_kafka() -> Iterator[KafkaBroker]:
                 version=KAFKA_VERSION,
                 data_dir=data_dir,
                 log=log,
-                pid=process.pid,
+                processes=started,
+                restart_command=command,
             )
         finally:
-            processes.stop_process(process)
+            processes.stop_process(started[-1])
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 

@@ -27,7 +27,7 @@ import socket
 import subprocess
 import tempfile
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from cdcflow.operator.devservices import processes
@@ -69,6 +69,27 @@ class MariaDbServer:
     data_dir: Path
     socket: Path
     log: Path
+    os_user: str | None = None
+    #: the server's processes, the running one last (a restart adds one)
+    processes: list[subprocess.Popen[bytes]] = field(
+        default_factory=list, repr=False, compare=False
+    )
+
+    def restart(self, *, crash: bool = True) -> None:
+        """Stop ``mariadbd`` (SIGKILL, as a crash: InnoDB and the binlog recover at start; or
+        a clean shutdown) and start it again on the same port and data."""
+        current = self.processes[-1]
+        if crash:
+            current.kill()
+            current.wait(60)
+        else:
+            processes.stop_process(current, grace=30)
+        workdir = self.data_dir.parent
+        started = processes.start_process(
+            _server_args(self, workdir, self.os_user), log=self.log, user=self.os_user
+        )
+        self.processes.append(started)
+        _wait_listening(self, started)
 
     def connection_settings(self, *, cdc: bool = False) -> dict[str, str | int]:
         """``host``/``port``/``user``/``password`` for PyMySQL or BinLogStreamReader."""
@@ -132,6 +153,7 @@ def running_mariadb() -> Iterator[MariaDbServer]:
             data_dir=workdir / "data",
             socket=workdir / "mariadb.sock",
             log=workdir / "mariadb.log",
+            os_user=user,
         )
         _install_db(server=server, workdir=workdir, user=user)
         with _server_process(server=server, workdir=workdir, user=user):
@@ -167,20 +189,25 @@ def _server_process(*, server: MariaDbServer, workdir: Path, user: str | None) -
     process = processes.start_process(
         _server_args(server, workdir, user), log=server.log, user=user
     )
+    server.processes.append(process)
     try:
-        processes.wait_until(
-            lambda: processes.port_open(server.port, server.host),
-            service=SERVICE,
-            what=f"port {server.port}",
-            log=server.log,
-            timeout=120,
-            process=process,
-        )
+        _wait_listening(server, process)
         _create_database_and_users(server=server, workdir=workdir)
         yield
     finally:
         _shutdown(server=server, workdir=workdir)
-        processes.stop_process(process, grace=30)
+        processes.stop_process(server.processes[-1], grace=30)
+
+
+def _wait_listening(server: MariaDbServer, process: subprocess.Popen[bytes]) -> None:
+    processes.wait_until(
+        lambda: processes.port_open(server.port, server.host),
+        service=SERVICE,
+        what=f"port {server.port}",
+        log=server.log,
+        timeout=120,
+        process=process,
+    )
 
 
 def _server_args(server: MariaDbServer, workdir: Path, user: str | None) -> list[str]:

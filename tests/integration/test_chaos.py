@@ -1,7 +1,8 @@
 """Chaos, for every connector kind: random writes (large transactions among them) while the
 capture is killed with SIGKILL at random moments, from its chunked initial snapshot through
-streaming, with exactly-once on. Afterwards a ``read_committed`` consumer must show every
-change (the replayed topic equals the table), no event twice and each row's snapshot read once.
+streaming, and while the database crashes and the Kafka broker restarts under it, with
+exactly-once on. Afterwards a ``read_committed`` consumer must show every change (the
+replayed topic equals the table), no event twice and each row's snapshot read once.
 
 ``CDCFLOW_CHAOS_KILLS`` sets the number of kills (4 here, sized to the test budget; ``make
 chaos`` runs 25) and ``CDCFLOW_CHAOS_SEED`` replays a failing run (its seed is printed).
@@ -25,6 +26,8 @@ KILLS = int(os.environ.get("CDCFLOW_CHAOS_KILLS", "4"))
 ROWS = 6_000
 CHUNK = 300
 LARGE_TRANSACTION = 400
+#: the outage each of the first runs of the capture lives through before it is killed
+OUTAGES = ("", "database crash", "broker restart")
 
 
 def _fill(driver: ConnectorDriver, table: str) -> None:
@@ -55,7 +58,10 @@ def _write(
                 statements.append(driver.update(table, key, f"updated {rng.randint(0, 10**9)}"))
             else:
                 statements.append(driver.delete(table, key))
-        driver.run_atomically(*statements)
+        try:
+            driver.run_atomically(*statements)
+        except Exception:  # the database is down (the crash): write on once it is back
+            time.sleep(0.5)
         time.sleep(0.02)
 
 
@@ -106,10 +112,19 @@ def test_random_kills_under_random_writes_lose_nothing_and_repeat_nothing(
     )
     writer.start()
     try:
-        for _ in range(KILLS):
+        for run in range(KILLS):
             doomed = CaptureProcess(driver.capture, config, login=driver.login)
             time.sleep(rng.uniform(0.5, 4.0))  # starting, snapshotting or streaming
-            assert doomed.process.poll() is None, f"capture exited with {doomed.process.returncode}"
+            outage = OUTAGES[run] if run < len(OUTAGES) else ""
+            if outage == "database crash":
+                driver.crash_database()
+            elif outage == "broker restart":
+                driver.capture.kafka.restart()
+            if outage:  # the capture rides it out and goes on before it is killed
+                time.sleep(rng.uniform(1.0, 3.0))
+            assert doomed.process.poll() is None, (
+                f"capture exited with {doomed.process.returncode} (after: {outage or 'no outage'})"
+            )
             doomed.kill()
         last = CaptureProcess(driver.capture, config, login=driver.login)
         # the snapshot done (by this process, or by one killed after it finished)

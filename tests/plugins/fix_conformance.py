@@ -10,10 +10,15 @@ and Db2 connectors join by adding a driver to :data:`DRIVERS`.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
+import signal
+import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
+import psycopg
 import pytest
 
 from cdcflow.capture.connector_resource import CdcConnector, OffsetsSpec
@@ -54,6 +59,10 @@ class ConnectorDriver(Protocol):
     def signal_table(self, stem: str) -> str:
         """Create a signal table the connector may write watermarks to; its
         ``signal.data.collection`` name."""
+        ...
+
+    def crash_database(self) -> None:
+        """Crash the database server (SIGKILL) and return once it recovered and answers."""
         ...
 
     def update(self, table: str, row_id: int, value: str) -> str: ...
@@ -164,6 +173,9 @@ class PostgresDriver(StandardStatements):
         self.capture.sql(f"CREATE TABLE {table} {SIGNAL_COLUMNS}")
         return f"public.{table}"
 
+    def crash_database(self) -> None:
+        crash_postgres(self.capture.postgres.dsn())
+
     def run(self, *statements: str) -> None:
         self.capture.sql(*statements)
 
@@ -246,6 +258,9 @@ class MariaDbDriver(StandardStatements):
             f"GRANT INSERT, DELETE ON {table} TO '{self.server.cdc_user}'@'%'",
         )
         return f"{self.server.database}.{table}"
+
+    def crash_database(self) -> None:
+        self.server.restart(crash=True)
 
     def run(self, *statements: str) -> None:
         for statement in statements:
@@ -368,6 +383,12 @@ class Db2Driver:
         self.db2.add_table(self.schema, table)  # watermarks reach the connector through ASN
         return f"{self.db2.database}.{self.schema}.{table}"
 
+    def crash_database(self) -> None:
+        # the emulation's tables live in PostgreSQL: crash that (its agent reconnects, as
+        # ASN capture is restarted after a Db2 crash); a real Db2 is not ours to crash
+        if isinstance(self.db2, Db2Emulation):
+            crash_postgres(self.db2.dsn())
+
     def run(self, *statements: str) -> None:
         for statement in statements:
             self.db2.execute(statement)
@@ -434,6 +455,24 @@ class Db2Driver:
         for event in events:
             assert event.payload["transaction"]["id"] == begin["id"]
             assert event.payload["source"]["commit_lsn"] == begin["id"]
+
+
+def crash_postgres(dsn: str) -> None:
+    """SIGKILL one PostgreSQL server process: the postmaster then ends every session and
+    recovers from the WAL, as after a crash; return once the server answers again."""
+    with contextlib.suppress(psycopg.Error), psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute("SELECT pg_backend_pid()").fetchone()
+        assert row is not None
+        os.kill(int(row[0]), signal.SIGKILL)
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            with psycopg.connect(dsn, connect_timeout=2) as conn:
+                conn.execute("SELECT 1")
+                return
+        except psycopg.OperationalError:
+            assert time.monotonic() < deadline, "PostgreSQL did not recover from the crash"
+            time.sleep(0.2)
 
 
 def exactly_once(driver: ConnectorDriver, tables: list[str], **config: Any) -> CdcConnector:

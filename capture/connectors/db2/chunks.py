@@ -8,6 +8,7 @@ watermark committed sees it.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -146,7 +147,10 @@ class Db2Chunks:
     def _fetch(self, statement: str, params: list[Any], table: TableId) -> list[Any]:
         try:
             return self._conn.query(statement, params)
-        except (StatementError, RetriableError) as error:
+        except StatementError as error:
             raise SnapshotQueryError(f"reading a chunk of {table}: {error}") from None
         finally:
-            self._conn.rollback()
+            # a connection that is gone (RetriableError) restarts the connector, which
+            # resumes at this chunk: not a query error that would abandon the table
+            with contextlib.suppress(RetriableError):
+                self._conn.rollback()

@@ -15,9 +15,15 @@ from typing import Any
 import pymysql
 
 from cdcflow.capture.connectors.mysql import types
-from cdcflow.capture.connectors.mysql.connection import Connection, Endpoint, connect, quote
+from cdcflow.capture.connectors.mysql.connection import (
+    CANNOT_CONNECT,
+    Connection,
+    Endpoint,
+    connect,
+    quote,
+)
 from cdcflow.capture.connectors.mysql.tables import RowDecoder, Structures
-from cdcflow.capture.errors import FatalError, SnapshotQueryError
+from cdcflow.capture.errors import FatalError, RetriableError, SnapshotQueryError
 from cdcflow.capture.spi import ChunkKey, ChunkRow, RowChange, TableId, TableSchema
 
 #: Server errors for a statement the user has no privilege for.
@@ -151,7 +157,15 @@ class MySqlChunks:
         except pymysql.err.ProgrammingError as error:
             raise SnapshotQueryError(f"reading a chunk of {table}: {error.args[-1]}") from None
         except pymysql.err.OperationalError as error:
+            if error.args and error.args[0] in CANNOT_CONNECT:  # the server went away
+                raise RetriableError(
+                    f"the connection reading chunks of {table} was lost: {error.args[-1]}"
+                ) from None
             raise SnapshotQueryError(f"reading a chunk of {table}: {error.args[-1]}") from None
+        except pymysql.err.InterfaceError as error:
+            raise RetriableError(
+                f"the connection reading chunks of {table} was lost: {error}"
+            ) from None
 
 
 def _columns(names: Sequence[str]) -> str:

@@ -13,7 +13,7 @@ import contextlib
 import logging
 import re
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -81,7 +81,8 @@ class PostgresChunks:
         ]
 
     def snapshot_schema(self, table: TableId) -> TableSchema | None:
-        decoded = self._catalog.from_catalog(table)
+        with _connection_loss_retriable(table):
+            decoded = self._catalog.from_catalog(table)
         if decoded is None:
             return None
         self._decoded[table] = decoded
@@ -97,7 +98,8 @@ class PostgresChunks:
             _where([], condition),
             sql.SQL(", ").join(sql.SQL("{} DESC").format(sql.Identifier(k)) for k in key),
         )
-        row = self._fetch(statement, (), table.id).fetchone()
+        with _connection_loss_retriable(table.id):
+            row = self._fetch(statement, (), table.id).fetchone()
         return None if row is None else tuple(row)
 
     def read_chunk(
@@ -131,7 +133,7 @@ class PostgresChunks:
         key_positions = [names.index(name) for name in key]
         converters, columns = decoded.converters, decoded.schema.columns
         convert = self._converting.convert
-        with self._conn.transaction():
+        with _connection_loss_retriable(table.id), self._conn.transaction():
             # One snapshot for the rows and for knowing which transactions they miss.
             self._conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             self._seen = ChunkSnapshot.current(self._conn)
@@ -228,12 +230,35 @@ class PostgresChunks:
     ) -> psycopg.Cursor[tuple[Any, ...]]:
         try:
             return self._conn.execute(statement, params)
-        except SCHEMA_ERRORS as error:
-            raise SnapshotSchemaChangedError(
-                f"{table} changed while its chunk was read: {str(error).strip()}"
-            ) from None
         except psycopg.Error as error:
+            if _connection_lost(error):
+                raise  # made retriable by _connection_loss_retriable around the read
+            if isinstance(error, SCHEMA_ERRORS):
+                raise SnapshotSchemaChangedError(
+                    f"{table} changed while its chunk was read: {str(error).strip()}"
+                ) from None
             raise SnapshotQueryError(f"query on {table} failed: {str(error).strip()}") from None
+
+
+def _connection_lost(error: psycopg.Error) -> bool:
+    """A lost connection (the server crashed, restarted or dropped it), not a bad query; a
+    cancelled statement (``statement_timeout``) is the query's own failure."""
+    lost = isinstance(error, psycopg.OperationalError | psycopg.InterfaceError)
+    return lost and not isinstance(error, psycopg.errors.QueryCanceled)
+
+
+@contextlib.contextmanager
+def _connection_loss_retriable(table: TableId) -> Iterator[None]:
+    """A lost connection while reading ``table`` restarts the connector, which resumes at
+    the chunk being read, instead of abandoning (or, initially, failing) the table's snapshot."""
+    try:
+        yield
+    except psycopg.Error as error:
+        if not _connection_lost(error):
+            raise
+        raise RetriableError(
+            f"the connection reading chunks of {table} was lost: {str(error).strip()}"
+        ) from None
 
 
 _XID_MASK = 0xFFFFFFFF
