@@ -107,7 +107,7 @@ def main() -> None:
                 "CREATE TABLE big (id bigint PRIMARY KEY, val int NOT NULL, pad text NOT NULL)"
             )
             conn.execute(
-                "INSERT INTO big SELECT g, g % 1000, md5(g::text) FROM generate_series(1, %s) g",
+                "INSERT INTO big SELECT g, g %% 1000, md5(g::text) FROM generate_series(1, %s) g",
                 (args.rows,),
             )
             conn.execute("CREATE TABLE signals (id varchar(64) PRIMARY KEY, type varchar(32), "
