@@ -10,15 +10,13 @@ what was read twice: at most the chunk in flight.
 
 from __future__ import annotations
 
-import random
 import threading
-import time
-from collections import Counter
 
 import orjson
 
 from tests.plugins.fix_capture import CaptureProcess, Event
 from tests.plugins.fix_conformance import ConnectorDriver, exactly_once
+from tests.plugins.workload import fill, replay, snapshot_reads, write_randomly
 
 PLAIN = {"key.converter.schemas.enable": False, "value.converter.schemas.enable": False}
 ROWS = 12_000
@@ -26,50 +24,12 @@ CHUNK = 500
 KILLED_AFTER_CHUNKS = 8
 
 
-def _fill(driver: ConnectorDriver, table: str) -> None:
-    for start in range(1, ROWS + 1, CHUNK):
-        rows = ((i, f"row {i}") for i in range(start, min(start + CHUNK, ROWS + 1)))
-        driver.run(driver.insert(table, *rows))
-
-
-def _write(driver: ConnectorDriver, table: str, stop: threading.Event, next_id: list[int]) -> None:
-    """Random inserts, updates and deletes, ten per transaction, until ``stop``."""
-    rng = random.Random(11)
-    while not stop.is_set():
-        statements = []
-        for _ in range(10):
-            choice, key = rng.random(), rng.randint(1, ROWS)
-            if choice < 0.3:
-                statements.append(driver.insert(table, (next_id[0], "inserted")))
-                next_id[0] += 1
-            elif choice < 0.8:
-                statements.append(driver.update(table, key, f"updated {rng.randint(0, 10**9)}"))
-            else:
-                statements.append(driver.delete(table, key))
-        driver.run_atomically(*statements)
-        time.sleep(0.02)
-
-
-def _replay(events: list[Event]) -> dict[int, str | None]:
-    state: dict[int, str | None] = {}
-    for event in events:
-        if event.value is None or event.op == "d":
-            state.pop(event.key["id"], None)
-        else:
-            state[event.key["id"]] = event.payload["after"]["v"]
-    return state
-
-
-def _reads(events: list[Event]) -> Counter[int]:
-    return Counter(e.key["id"] for e in events if e.value is not None and e.op == "r")
-
-
 def test_a_killed_chunked_snapshot_resumes_at_its_chunk_and_the_topic_equals_the_table(
     driver: ConnectorDriver,
 ) -> None:
     table = driver.table("chunked")
     driver.create_table(table)
-    _fill(driver, table)
+    fill(driver, table, rows=ROWS, batch=CHUNK)
     properties = {
         **PLAIN,
         "snapshot.strategy": "chunked",
@@ -79,7 +39,11 @@ def test_a_killed_chunked_snapshot_resumes_at_its_chunk_and_the_topic_equals_the
     }
     config = driver.capture.write_yaml(exactly_once(driver, [table], **properties))
     stop, next_id = threading.Event(), [ROWS + 1]
-    writer = threading.Thread(target=_write, args=(driver, table, stop, next_id))
+    writer = threading.Thread(
+        target=write_randomly,
+        args=(driver, table),
+        kwargs={"seed": 11, "stop": stop, "next_id": next_id},
+    )
     writer.start()
     try:
         killed = CaptureProcess(
@@ -104,13 +68,15 @@ def test_a_killed_chunked_snapshot_resumes_at_its_chunk_and_the_topic_equals_the
     assert done["phase"] == "streaming"
 
     committed = driver.capture.events(driver.topic(table))
-    assert _replay(committed) == driver.rows(table), "the topic replays to the table"
-    reads = _reads(committed)
+    assert replay(committed) == driver.rows(table), "the topic replays to the table"
+    reads = snapshot_reads(committed)
     assert max(reads.values()) == 1, "each row's snapshot read is committed once"
     assert sum(reads.values()) >= ROWS // 2, "the snapshot read the table"
     markers = [e.payload["source"]["snapshot"] for e in committed if e.op == "r"]
     assert (markers[0], markers[-1]) == ("first", "last")
-    everything = _reads(driver.capture.events(driver.topic(table), isolation="read_uncommitted"))
+    everything = snapshot_reads(
+        driver.capture.events(driver.topic(table), isolation="read_uncommitted")
+    )
     read_again = sum(everything.values()) - len(everything)
     assert read_again <= CHUNK, f"{read_again} rows read again: more than the chunk in flight"
 
@@ -145,14 +111,14 @@ def test_snapshot_max_threads_reads_a_chunk_of_several_tables_in_one_window(
     try:
         topics = {
             table: driver.wait_for_events(
-                table, lambda ev, t=table: len(_reads(ev)) == len(driver.rows(t))
+                table, lambda ev, t=table: len(snapshot_reads(ev)) == len(driver.rows(t))
             )
             for table in tables
         }
     finally:
         running.stop()
     for table, events in topics.items():
-        assert _replay(events) == driver.rows(table)
+        assert replay(events) == driver.rows(table)
     windows = [_window_positions(events) for events in topics.values()]
     assert windows[0] & windows[1] & windows[2], "the three tables shared their first windows"
     markers = [e.payload["source"]["snapshot"] for ev in topics.values() for e in ev]
