@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, Protocol, runtime_checkable
 
+from cdcflow.capture.log_budget import LogBudget
 from cdcflow.capture.spi import LogMessage, Offset, Record, SchemaChange
 
 
@@ -36,6 +37,14 @@ class SignalWriter(Protocol):
     def insert_signal(self, *, table: str, signal_id: str, signal_type: str, data: str) -> bool:
         """Insert a signal row, committed at once; False when the id exists already."""
         ...
+
+
+@runtime_checkable
+class LogBudgets(Protocol):
+    """A connector that can measure the log it holds back (on a connection of its own: the
+    engine asks from another thread)."""
+
+    def log_budget(self, offset: Offset | None) -> LogBudget: ...
 
 
 @runtime_checkable

@@ -290,6 +290,13 @@ class EngineProperties(BaseModel):
         "or lock, resumes from the last finished chunk, snapshot.max.threads tables at "
         "once. Needs signal.data.collection.",
     )
+    log_budget_check_interval_ms: int = Field(
+        30_000,
+        alias="log.budget.check.interval.ms",
+        ge=0,
+        description="How often the connector measures the log it holds back (slot WAL, "
+        "binlog, unread change rows) for /status, /metrics and the LogSafe condition; 0 never.",
+    )
     skip_messages_without_change: bool = Field(False, alias="skip.messages.without.change")
     query_fetch_size: int = Field(0, alias="query.fetch.size", ge=0)
     incremental_snapshot_allow_schema_changes: bool = Field(

@@ -24,6 +24,7 @@ from cdcflow.capture.capabilities import (
     Discarding,
     Heartbeats,
     Historized,
+    LogBudgets,
     LogMessages,
     SignalWriter,
 )
@@ -34,6 +35,7 @@ from cdcflow.capture.credentials import kafka_security
 from cdcflow.capture.envelope import Framing, context_headers
 from cdcflow.capture.errors import FatalError, RetriableError, sentence
 from cdcflow.capture.filters import Filters
+from cdcflow.capture.log_budget import LogBudgetWatch
 from cdcflow.capture.notify_http import HttpNotifier
 from cdcflow.capture.pipeline import Dispatcher, Pipeline
 from cdcflow.capture.signals.channels import Notifications, Signalling
@@ -249,7 +251,7 @@ class Engine:
     def _run_once(self) -> None:
         pipeline = self._pipeline()
         connector, properties, stats = self.connector, self.properties, self.stats
-        finished = False
+        finished, watch = False, None
         try:
             offset = self.offsets.load()
             self._recover(offset)
@@ -264,7 +266,10 @@ class Engine:
                 configured=_configuration_based(properties),
             )
             offset = plan.offset
-            if plan.stream:  # initial_only opens no slot, as Debezium: it would hold WAL for nobody
+            if plan.stream:
+                watch = (
+                    self._watch_log_budget()
+                )  # initial_only opens no slot, as Debezium: it would hold WAL for nobody
                 connector.prepare_stream(
                     for_snapshot=plan.snapshot, offset=None if plan.snapshot else offset
                 )
@@ -296,9 +301,20 @@ class Engine:
                 "=warn (or skip) to emit a nullable column's value as null"
             ) from None
         finally:
+            if watch is not None:
+                watch.close()
             if pipeline.dispatcher.signalling is not None:
                 pipeline.dispatcher.signalling.close()
             connector.close(stopping=finished)
+
+    def _watch_log_budget(self) -> LogBudgetWatch | None:
+        """Measure the log the connector holds back every ``log.budget.check.interval.ms``."""
+        interval_ms = self.properties.log_budget_check_interval_ms
+        if not interval_ms or not isinstance(self.connector, LogBudgets):
+            return None
+        return LogBudgetWatch(
+            self.connector.log_budget, self.stats, interval_s=interval_ms / 1000
+        ).start()
 
     def _delay_streaming(self) -> bool:
         """``streaming.delay.ms`` after a snapshot; False when stopped meanwhile."""

@@ -14,6 +14,29 @@ class FatalError(CaptureError):
     """A problem no retry can fix (configuration, privileges, server settings)."""
 
 
+class PositionLostError(FatalError):
+    """The log no longer holds the changes after the stored position: a slot invalidated or
+    dropped, a binlog purged, change-data rows pruned. No retry brings them back; the message
+    (see :func:`position_lost`) names what happened and the choices."""
+
+
+#: How every lost-position message starts: the operator's ``PositionLost`` reason keys on it.
+POSITION_LOST = "position lost: "
+
+
+def position_lost(what: str, *, prevent: str, resume: str = "") -> PositionLostError:
+    """The error for a lost position: ``what`` happened, how to go on (``resume``: a way that
+    keeps the offsets, where there is one), and how to ``prevent`` it next time."""
+    choices = (
+        "Either set snapshot.mode=when_needed, and the next start takes a new snapshot "
+        "(consumers see every row again as op r), or reset the offsets (`cdcflow offsets "
+        "reset`) to start as a new connector"
+    )
+    if resume:
+        choices += f", or {resume}"
+    return PositionLostError(f"{POSITION_LOST}{sentence(what)} {choices}. Next time: {prevent}.")
+
+
 class RetriableError(CaptureError):
     """A transient failure (connection lost, timeout); restart from the last durable offset."""
 

@@ -60,6 +60,9 @@ class Stats:
     sink_error: str = ""
     signals: dict[str, dict[str, Any]] = field(default_factory=dict)
     incremental: dict[str, Any] = field(default_factory=dict)
+    #: the log the connector holds back (:class:`~cdcflow.capture.log_budget.LogBudget`'s
+    #: ``/status`` block); None until first measured
+    log_budget: dict[str, Any] | None = None
     #: ``custom.metric.tags``: labels added to every exported metric.
     metric_tags: dict[str, str] = field(default_factory=dict)
 
@@ -162,4 +165,5 @@ class Stats:
             "kafka": {"connected": not self.sink_error, "lastError": self.sink_error},
             "signals": self.signals,
             "incrementalSnapshot": self.incremental,
+            "logBudget": self.log_budget,
         }

@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 import orjson
 from prometheus_client import CollectorRegistry, generate_latest
@@ -79,6 +80,41 @@ class StatsCollector(Collector):
             rows.add_metric([*server, name], progress.rows_scanned)
         yield rows
         yield counter("offsets_committed", "Offsets saved after Kafka acks.", s.offsets_committed)
+        yield from _log_budget(s.log_budget, labels, server)
+
+
+#: ``/metrics`` values of the log budget's states.
+LOG_STATES = {"ok": 0, "warning": 1, "lost": 2}
+
+
+def _log_budget(
+    budget: dict[str, Any] | None, labels: list[str], server: list[str]
+) -> Iterator[Metric]:
+    """The log the connector holds back, once measured; bytes where the log counts them."""
+    if budget is None:
+        return
+    figures = (
+        (
+            "log_retained_bytes",
+            "Log the server keeps for the connector.",
+            budget.get("retainedBytes"),
+        ),
+        (
+            "log_safe_bytes",
+            "Log that may still be written before the server drops what the connector needs.",
+            budget.get("safeBytes"),
+        ),
+        (
+            "log_budget_state",
+            "0 ok, 1 the server may soon drop log the connector needs, 2 it did.",
+            LOG_STATES.get(str(budget.get("state")), 0),
+        ),
+    )
+    for name, doc, value in figures:
+        if value is not None:
+            family = GaugeMetricFamily(f"{PREFIX}_{name}", doc, labels=labels)
+            family.add_metric(server, float(value))
+            yield family
 
 
 #: Inserts a signal (id, type, data JSON) into the signal table; False if it was there already.

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from cdcflow.capture.connector_resource import SOURCE_KINDS, CdcConnector, default_port
+from cdcflow.capture.errors import POSITION_LOST
+from cdcflow.capture.log_budget import size
 from cdcflow.operator.conditions import Condition, summary
 
 
@@ -55,7 +57,7 @@ class ConnectorStatus:
 
 
 # Detail fields a reconcile may leave out: cleared then, so nothing stale is shown.
-DETAIL_FIELDS = ("source", "state", "snapshot", "lag", "topics", "capture")
+DETAIL_FIELDS = ("source", "state", "snapshot", "lag", "log", "topics", "capture")
 
 
 def compute(observed: Observed) -> ConnectorStatus:
@@ -145,7 +147,8 @@ def _compute_summary(observed: Observed) -> ConnectorStatus:
             f"the capture container is in CrashLoopBackOff ({observed.restarts} restarts so "
             f"far); last exit: {observed.termination}"
         )
-        conditions = summary(ready=False, reason="ConnectorFailed", message=message, stalled=True)
+        reason = _failure_reason(observed.termination)
+        conditions = summary(ready=False, reason=reason, message=message, stalled=True)
         return ConnectorStatus(conditions, {**fields, "state": "Failed"})
     if observed.rollout:
         conditions = summary(
@@ -216,7 +219,7 @@ def _from_capture(capture: dict[str, Any], fields: dict[str, Any]) -> ConnectorS
     last_error = str(capture.get("lastError") or "")
     if phase == "failed":  # the engine gave up: only a change (spec, source) can help
         conditions = summary(
-            ready=False, reason="ConnectorFailed", message=last_error, stalled=True
+            ready=False, reason=_failure_reason(last_error), message=last_error, stalled=True
         )
     elif kafka_error := str((capture.get("kafka") or {}).get("lastError") or ""):
         conditions = summary(
@@ -254,7 +257,17 @@ def _from_capture(capture: dict[str, Any], fields: dict[str, Any]) -> ConnectorS
         flow = f"the source is not connected: {last_error or 'reconnecting'}"
     else:
         flow = f"Kafka is not reachable: {kafka.get('lastError') or 'reconnecting'}"
+    budget = capture.get("logBudget")
+    if budget:
+        retained = budget.get("retainedBytes")
+        detail["log"] = (
+            f"{budget.get('state')} {size(retained)}"
+            if retained is not None
+            else (str(budget.get("state")))
+        )
+        detail["capture"]["log"] = budget
     conditions += [
+        _log_safe(budget),
         Condition(
             "SnapshotCompleted",
             "True" if snapshot_done else "False",
@@ -269,6 +282,29 @@ def _from_capture(capture: dict[str, Any], fields: dict[str, Any]) -> ConnectorS
         ),
     ]
     return ConnectorStatus(conditions, detail)
+
+
+def _failure_reason(message: str) -> str:
+    """``PositionLost`` when the log no longer holds the connector's position, else
+    ``ConnectorFailed``."""
+    return "PositionLost" if POSITION_LOST in message else "ConnectorFailed"
+
+
+#: The ``LogSafe`` reason for each state of the capture's log budget.
+_LOG_REASONS = {"ok": "LogRetained", "warning": "LogAtRisk", "lost": "LogLost"}
+
+
+def _log_safe(budget: dict[str, Any] | None) -> Condition:
+    """Whether the server keeps the log the connector needs, with room to spare."""
+    if not budget:
+        return Condition("LogSafe", "Unknown", "NotMeasured", "the capture has not measured it yet")
+    state = str(budget.get("state"))
+    return Condition(
+        "LogSafe",
+        "True" if state == "ok" else "False",
+        _LOG_REASONS.get(state, "LogAtRisk"),
+        str(budget.get("message") or ""),
+    )
 
 
 def _snapshot_text(snapshot: dict[str, Any]) -> str:

@@ -153,6 +153,11 @@ def connector_crd() -> JSON:
                 "description": "Snapshot progress, e.g. 45% or Completed.",
             },
             "lag": {"type": "string", "description": "Milliseconds behind the source."},
+            "log": {
+                "type": "string",
+                "description": "The source log the connector holds back and whether the server "
+                "may soon drop some of it, e.g. 'ok 12.0 MiB' or 'warning 9.1 GiB'.",
+            },
             "topics": {"type": "array", "items": {"type": "string"}},
             "capture": OPEN_OBJECT,
             "secretHash": {"type": "string"},
@@ -166,6 +171,7 @@ def connector_crd() -> JSON:
         _column("State", ".status.state"),
         _column("Snapshot", ".status.snapshot"),
         _column("Lag", ".status.lag"),
+        _column("Log", ".status.log", priority=1),
         _condition_column("Ready", "Ready"),
         _condition_column("Reason", "Ready", "reason"),
         AGE,

@@ -2,7 +2,8 @@
 
 Each test runs against the real database and Kafka through a :class:`ConnectorDriver`
 (tests/plugins/fix_conformance.py): snapshot then stream, key changes, converters without
-schemas, transaction metadata, restarts, skipped operations, truncates, snapshot modes.
+schemas, transaction metadata, restarts, a lost position, skipped operations, truncates,
+snapshot modes.
 What differs between connectors (their ``source`` fields, transaction ids, full or key-only
 old rows) is the driver's to check.
 """
@@ -10,11 +11,14 @@ old rows) is the driver's to check.
 from __future__ import annotations
 
 import hashlib
+import time
+from collections.abc import Callable
 from typing import Any
 
 import orjson
 import pytest
 
+from cdcflow.capture.errors import PositionLostError
 from tests.plugins.fix_capture import Event
 from tests.plugins.fix_conformance import ConnectorDriver
 
@@ -140,6 +144,49 @@ def test_restart_resumes_after_the_last_offset_without_snapshot_again(
     second.stop()
 
     assert _ops(events) == [("r", {"id": 1}), *[("c", {"id": n}) for n in (2, 3, 4)]]
+
+
+def test_the_log_budget_is_measured_and_a_lost_position_stops_until_when_needed_snapshots(
+    driver: ConnectorDriver,
+) -> None:
+    table = driver.table("lost")
+    driver.create_table(table, ((1, None),))
+    first = driver.start([table], **PLAIN_KEYS, **{"log.budget.check.interval.ms": 200})
+    driver.run(driver.insert(table, (2, None)))
+    driver.wait_for_events(table, lambda ev: len(ev) >= 2)
+    budget = _wait_for(lambda: first.engine.stats.log_budget)
+    first.stop()
+    assert budget["state"] == "ok" and budget["oldestNeeded"], budget
+    assert budget["message"]
+
+    driver.run(driver.insert(table, (3, None)))  # written while the connector is down
+    driver.lose_position()
+    driver.run(driver.insert(table, (4, None)))
+    refused = driver.capture.start(
+        driver.resource([table], **PLAIN_KEYS), login=driver.login, wait_for=None
+    )
+    refused.thread.join(60)
+    assert refused.errors and isinstance(refused.errors[0], PositionLostError)
+    message = str(refused.errors[0])
+    assert message.startswith("position lost: ")
+    assert "snapshot.mode=when_needed" in message and "cdcflow offsets reset" in message
+
+    again = driver.start([table], **PLAIN_KEYS, **{"snapshot.mode": "when_needed"})
+    driver.run(driver.insert(table, (5, None)))
+    events = driver.wait_for_events(table, lambda ev: any(e.key == {"id": 5} for e in ev))
+    again.stop()
+    assert _ops(events)[2:] == [
+        *[("r", {"id": n}) for n in (1, 2, 3, 4)],
+        ("c", {"id": 5}),
+    ]
+
+
+def _wait_for(value: Callable[[], Any], timeout_s: float = 30) -> Any:
+    deadline = time.monotonic() + timeout_s
+    while (found := value()) is None:
+        assert time.monotonic() < deadline, "nothing measured in time"
+        time.sleep(0.05)
+    return found
 
 
 def test_skipped_operations_u_emits_no_update_events(driver: ConnectorDriver) -> None:

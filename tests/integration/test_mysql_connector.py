@@ -1,9 +1,9 @@
 """The MariaDB connector's own behaviours on a real MariaDB 10.11 and Kafka: schema changes
-while streaming, restarts with schema history, startup checks, a purged binlog, locking."""
+while streaming, restarts with schema history, startup checks, locking (a purged binlog: the
+conformance suite)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -127,32 +127,6 @@ def test_a_user_without_replication_grants_is_told_what_to_grant(maria: MariaDbD
             maria.start([table])
     finally:
         maria.server = server
-
-
-def test_an_offset_in_a_purged_binlog_names_when_needed_and_when_needed_snapshots_again(
-    maria: MariaDbDriver,
-) -> None:
-    table = maria.table("purged")
-    maria.create_table(table, ((1, "a"),))
-    offsets = maria.capture.offsets_path
-    stale = {"file": "mysql-bin.000000", "pos": 4, "gtids": "0-1-1", "server_id": 1, "ts_sec": 0}
-    running = maria.start([table])  # writes the history and an offset
-    running.stop()
-    _replace_offset(offsets, stale)
-
-    with pytest.raises(FatalError, match="when_needed"):
-        maria.start([table])
-    running = maria.start([table], **{"snapshot.mode": "when_needed"})
-    events = maria.wait_for_events(table, lambda ev: len(ev) >= 2)
-    running.stop()
-
-    assert [e.payload["op"] for e in events] == ["r", "r"]
-
-
-def _replace_offset(path: Path, values: dict[str, Any]) -> None:
-    """Point the stored offset at ``values`` (the file store keeps ``{key, value}``)."""
-    stored = orjson.loads(path.read_bytes())
-    path.write_bytes(orjson.dumps({**stored, "value": values}))
 
 
 def _schema_changes(maria: MariaDbDriver) -> list[Event]:

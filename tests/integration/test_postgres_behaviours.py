@@ -68,15 +68,6 @@ def _slot(capture: CaptureHarness) -> tuple[Any, ...] | None:
     return rows[0] if rows else None
 
 
-def _drop_slot(capture: CaptureHarness) -> None:
-    """Drop the test's slot once the stopped engine's walsender has released it."""
-    deadline = time.monotonic() + 10
-    while (state := _slot(capture)) is not None and state[0]:
-        assert time.monotonic() < deadline, "the slot stayed active"
-        time.sleep(0.05)
-    capture.sql(f"SELECT pg_drop_replication_slot('{capture.name}')")
-
-
 def _topic_exists(capture: CaptureHarness, suffix: str) -> bool:
     try:
         capture.events(suffix, timeout=10)
@@ -145,47 +136,6 @@ def test_snapshot_mode_initial_only_snapshots_then_ends_without_streaming(
     second = _run_to_end(capture, resource)  # the snapshot is complete: nothing to do
     assert not second.errors and second.engine.stats.phase == "stopped"
     assert len(capture.events(f"public.{table}")) == 2
-
-
-def test_snapshot_mode_when_needed_resnapshots_when_the_slot_is_gone(
-    capture: CaptureHarness,
-) -> None:
-    table = capture.table("needed")
-    capture.sql(f"CREATE TABLE {table} (id int PRIMARY KEY)", f"INSERT INTO {table} VALUES (1)")
-    resource = capture.resource([table], **{"snapshot.mode": "when_needed", **PLAIN_KEYS})
-    first = capture.start(resource)
-    capture.sql(f"INSERT INTO {table} VALUES (2)")
-    capture.wait_for_events(f"public.{table}", lambda ev: len(ev) >= 2)
-    first.stop()
-    _drop_slot(capture)
-    capture.sql(f"INSERT INTO {table} VALUES (3)")  # lost from the log: only a snapshot sees it
-    second = capture.start(resource)
-    capture.sql(f"INSERT INTO {table} VALUES (4)")
-    events = capture.wait_for_events(f"public.{table}", lambda ev: len(ev) >= 6)
-    second.stop()
-
-    assert _ops(events) == [
-        ("r", {"id": 1}),
-        ("c", {"id": 2}),
-        ("r", {"id": 1}),
-        ("r", {"id": 2}),
-        ("r", {"id": 3}),
-        ("c", {"id": 4}),
-    ]
-
-
-def test_snapshot_mode_initial_fails_naming_the_fix_when_the_offsets_slot_is_gone(
-    capture: CaptureHarness,
-) -> None:
-    table = capture.table("gone")
-    capture.sql(f"CREATE TABLE {table} (id int PRIMARY KEY)")
-    resource = capture.resource([table])
-    capture.start(resource).stop()
-    _drop_slot(capture)
-
-    error = _start_failure(capture, resource)
-    assert isinstance(error, FatalError)
-    assert "slot" in str(error) and "snapshot.mode=when_needed" in str(error)
 
 
 def test_snapshot_mode_initial_resnapshots_after_an_interrupted_snapshot(

@@ -65,6 +65,12 @@ class ConnectorDriver(Protocol):
         """Crash the database server (SIGKILL) and return once it recovered and answers."""
         ...
 
+    def lose_position(self) -> None:
+        """Make the server drop the log the (stopped) connector still needs, as servers do:
+        PostgreSQL's slot dropped, MariaDB's binlog purged, ASN's change tables emptied by a
+        cold start."""
+        ...
+
     def update(self, table: str, row_id: int, value: str) -> str: ...
 
     def delete(self, table: str, row_id: int) -> str: ...
@@ -176,6 +182,16 @@ class PostgresDriver(StandardStatements):
     def crash_database(self) -> None:
         crash_postgres(self.capture.postgres.dsn())
 
+    def lose_position(self) -> None:
+        slot = self.capture.name
+        deadline = time.monotonic() + 10
+        while self.capture.query(
+            f"SELECT 1 FROM pg_replication_slots WHERE slot_name = '{slot}' AND active"
+        ):
+            assert time.monotonic() < deadline, "the stopped connector's walsender kept the slot"
+            time.sleep(0.05)
+        self.capture.sql(f"SELECT pg_drop_replication_slot('{slot}')")
+
     def run(self, *statements: str) -> None:
         self.capture.sql(*statements)
 
@@ -261,6 +277,17 @@ class MariaDbDriver(StandardStatements):
 
     def crash_database(self) -> None:
         self.server.restart(crash=True)
+
+    def lose_position(self) -> None:
+        mariadb.run_sql(self.server, "FLUSH BINARY LOGS")
+        newest = str(mariadb.query(self.server, "SHOW BINARY LOGS")[-1][0])
+        deadline = time.monotonic() + 20
+        # the server keeps (with a warning) a file a binlog dump thread still reads: the
+        # stopped connector's, until the server notices that its client is gone
+        while len(mariadb.query(self.server, "SHOW BINARY LOGS")) > 1:
+            assert time.monotonic() < deadline, "the server kept binlog a reader holds"
+            mariadb.run_sql(self.server, f"PURGE BINARY LOGS TO '{newest}'")
+            time.sleep(0.2)
 
     def run(self, *statements: str) -> None:
         for statement in statements:
@@ -388,6 +415,12 @@ class Db2Driver:
         # ASN capture is restarted after a Db2 crash); a real Db2 is not ours to crash
         if isinstance(self.db2, Db2Emulation):
             crash_postgres(self.db2.dsn())
+
+    def lose_position(self) -> None:
+        if not isinstance(self.db2, Db2Emulation):
+            pytest.skip("a real Db2's capture agent is not ours to cold-start")
+        self.db2.cold_start()  # the CD tables emptied, the log since the last capture skipped
+        self.db2.wait_captured()
 
     def run(self, *statements: str) -> None:
         for statement in statements:

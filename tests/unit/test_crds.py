@@ -55,7 +55,7 @@ def test_connector_crd_has_status_columns_short_names_and_category() -> None:
     assert crd["spec"]["names"]["categories"] == ["cdc"]
     assert version["subresources"] == {"status": {}}
     columns = [column["name"] for column in version["additionalPrinterColumns"]]
-    assert columns == ["Source", "State", "Snapshot", "Lag", "Ready", "Reason", "Age"]
+    assert columns == ["Source", "State", "Snapshot", "Lag", "Log", "Ready", "Reason", "Age"]
     spec = version["schema"]["openAPIV3Schema"]["properties"]["spec"]
     assert spec["properties"]["state"]["enum"] == ["running", "paused", "stopped"]
     assert "Debezium connector properties" in spec["properties"]["config"]["description"]

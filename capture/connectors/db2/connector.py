@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator
 
 from cdcflow.capture import replay
 from cdcflow.capture.columns import ColumnStep
+from cdcflow.capture.connectors.db2 import log_budget as db2_log_budget
 from cdcflow.capture.connectors.db2 import sql, tables, types
 from cdcflow.capture.connectors.db2.chunks import Db2Chunks
 from cdcflow.capture.connectors.db2.connection import (
@@ -27,8 +28,9 @@ from cdcflow.capture.connectors.db2.properties import Db2Properties
 from cdcflow.capture.connectors.db2.snapshot import Db2Snapshot, SnapshotParts, max_lsn
 from cdcflow.capture.connectors.db2.source import SOURCE_SCHEMA, SourceBlock
 from cdcflow.capture.connectors.db2.stream import AgentWatch, ChangeStream, agent_timeout_s
-from cdcflow.capture.errors import FatalError
+from cdcflow.capture.errors import FatalError, PositionLostError, position_lost
 from cdcflow.capture.filters import Filters, refuse_capturing_nothing
+from cdcflow.capture.log_budget import LogBudget
 from cdcflow.capture.spi import Offset, SchemaChange, TableId
 
 log = logging.getLogger(__name__)
@@ -188,19 +190,36 @@ class Db2Connector:
             and registration.start > position
         ]
 
-    def _lost_position(self, offset: Offset) -> FatalError:
+    def _lost_position(self, offset: Offset) -> PositionLostError:
         position = Db2Position.from_offset(offset).commit_lsn
         starts = ", ".join(f"{r.table} from {r.start}" for r in self._lost)
         newest = max(r.start for r in self._lost if r.start is not None)
-        return FatalError(
+        return position_lost(
             f"the stored position {position} is older than where ASN's change tables begin "
             f"({starts}, CD_OLD_SYNCHPOINT): their changes in between are gone — the capture "
             "agent was cold-started or pruned them, or the tables were registered again (the "
-            "offline schema procedure). Set snapshot.mode=when_needed to take a new snapshot; "
-            "or, if nothing changed in those tables in between (the offline procedure with "
+            "offline schema procedure)",
+            resume="if nothing changed in those tables in between (the offline procedure with "
             "writes stopped), resume where their change tables begin: cdcflow offsets set "
-            f'-f <connector.yaml> \'{{"commit_lsn": "{newest}"}}\''
+            f'-f <connector.yaml> \'{{"commit_lsn": "{newest}"}}\'',
+            prevent="keep the capture agent warm-starting, and its RETENTION_LIMIT longer than "
+            "the connector may be stopped; the LogSafe condition warns as unread change rows "
+            "near it",
         )
+
+    def log_budget(self, offset: Offset | None) -> LogBudget:
+        """The captured tables' unread change rows against ASN's retention, on a connection
+        of its own."""
+        with connect(self.endpoint, self.driver) as conn:
+            captured = tables.registrations(conn, self.statements)
+            return db2_log_budget.measure(
+                conn,
+                self.statements,
+                captured=[
+                    r for t, r in captured.items() if self._captures(t) and t in self.structures
+                ],
+                offset=offset,
+            )
 
     # -- snapshot and stream -----------------------------------------------------------------
 

@@ -18,7 +18,8 @@ The ASN objects read (``cdc.control.schema``, default ``ASNCDC``):
   ``IBMSNAP_INTENTSEQ`` (change LSN), ``IBMSNAP_OPERATION`` (``I``/``D``; an update is a
   ``D`` then an ``I`` in the same commit where ``CHG_UPD_TO_DEL_INS='Y'``, one ``U`` row
   otherwise) and the source table's columns (LOB and XML values are not copied).
-* ``IBMSNAP_CAPPARMS`` — the agent's ``COMMIT_INTERVAL`` and ``SLEEP_INTERVAL`` (seconds).
+* ``IBMSNAP_CAPPARMS`` — the agent's ``COMMIT_INTERVAL`` and ``SLEEP_INTERVAL`` (seconds)
+  and ``RETENTION_LIMIT`` (minutes).
 
 And the catalog: ``SYSCAT.TABLES`` and ``SYSCAT.COLUMNS``.
 """
@@ -116,6 +117,25 @@ class AsnStatements:
             'SELECT p."COMMIT_INTERVAL", p."SLEEP_INTERVAL" '
             f"FROM {self._control('IBMSNAP_CAPPARMS')} p FETCH FIRST 1 ROWS ONLY"
         )
+
+    @property
+    def retention_limit(self) -> str:
+        """The agent's ``RETENTION_LIMIT`` in minutes: it prunes change rows older than that,
+        read or not."""
+        return (
+            'SELECT p."RETENTION_LIMIT" '
+            f"FROM {self._control('IBMSNAP_CAPPARMS')} p FETCH FIRST 1 ROWS ONLY"
+        )
+
+
+def first_change_after(cd_schema: str, cd_table: str) -> str:
+    """When the first change committed after ``?`` (a commit LSN) was captured."""
+    return (
+        'SELECT cdc."IBMSNAP_LOGMARKER" '
+        f"FROM {table_name(cd_schema, cd_table)} cdc "
+        'WHERE cdc."IBMSNAP_COMMITSEQ" > ? '
+        'ORDER BY cdc."IBMSNAP_COMMITSEQ" FETCH FIRST 1 ROWS ONLY'
+    )
 
 
 def changes(cd_schema: str, cd_table: str) -> str:

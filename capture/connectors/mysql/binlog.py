@@ -44,7 +44,7 @@ from pymysqlreplication.row_event import (
 )
 
 from cdcflow.capture.connectors.mysql.rowimages import RowDecoders
-from cdcflow.capture.errors import FatalError, RetriableError
+from cdcflow.capture.errors import FatalError, PositionLostError, RetriableError, position_lost
 
 log = logging.getLogger(__name__)
 
@@ -342,6 +342,17 @@ def _values(row: dict[str, Any], image: str) -> tuple[Any, ...]:
     )
 
 
+def purged(what: str) -> PositionLostError:
+    """The error for a position in binlog the server purged."""
+    return position_lost(
+        f"{what}, which the server no longer has: it purged that binlog, and the changes "
+        "since the connector stopped with it",
+        prevent="keep binlogs longer than the connector may be stopped "
+        "(binlog_expire_logs_seconds, expire_logs_days); the LogSafe condition warns while "
+        "the oldest binlog the server keeps is the one the connector needs",
+    )
+
+
 def server_id_clash(message: str) -> bool:
     """Whether the server dropped the binlog connection because another replica connected
     with our server id."""
@@ -366,11 +377,7 @@ def _translated(error: BaseException, server_id: int) -> BaseException:
         code = error.args[0] if error.args else None
         message = str(error.args[1]) if len(error.args) > 1 else str(error)
         if code in PURGED_ERRORS:
-            return FatalError(
-                f"the binlog no longer holds the stored position ({message}): the server "
-                "purged it. Use snapshot.mode=when_needed to take a new snapshot, or reset the "
-                "offsets (`cdcflow offsets reset`)"
-            )
+            return purged(f"the stored offset resumes in a binlog position ({message})")
         return RetriableError(f"binlog connection failed: {message}")
     if isinstance(error, OSError | EOFError):
         return RetriableError(f"binlog connection failed: {error}")

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from cdcflow.capture import replay
 from cdcflow.capture.columns import ColumnStep
 from cdcflow.capture.connectors.mysql import binlog, checks, snapshot, tables, types
+from cdcflow.capture.connectors.mysql import log_budget as mysql_log_budget
 from cdcflow.capture.connectors.mysql.chunks import MySqlChunks
 from cdcflow.capture.connectors.mysql.connection import (
     Connection,
@@ -26,8 +27,8 @@ from cdcflow.capture.connectors.mysql.connection import (
 from cdcflow.capture.connectors.mysql.position import BinlogPosition
 from cdcflow.capture.connectors.mysql.properties import MySqlProperties
 from cdcflow.capture.connectors.mysql.source import BinlogStream, SourceBlock, source_schema
-from cdcflow.capture.errors import FatalError
 from cdcflow.capture.filters import Filters, refuse_capturing_nothing
+from cdcflow.capture.log_budget import LogBudget
 from cdcflow.capture.spi import Offset, SchemaChange, TableChange, TableChangeType, TableId
 
 log = logging.getLogger(__name__)
@@ -143,6 +144,12 @@ class MySqlConnector:
         files = {str(row[0]) for row in query(self.conn, "SHOW BINARY LOGS")}
         return wanted in files
 
+    def log_budget(self, offset: Offset | None) -> LogBudget:
+        """The binlog the connector needs against what the server keeps, on a connection of
+        its own."""
+        with connect(self.endpoint) as conn:
+            return mysql_log_budget.measure(conn, offset)
+
     # -- snapshot and stream -----------------------------------------------------------------
 
     def prepare_stream(self, *, for_snapshot: bool, offset: Offset | None) -> None:
@@ -186,11 +193,7 @@ class MySqlConnector:
             offset, window = window.end, None
         start = BinlogPosition.from_offset(offset) if offset and offset.connector_values() else None
         if start is not None and not self.position_available(offset):
-            raise FatalError(
-                f"the stored offset resumes in binlog file {start.file}, which the server no "
-                "longer has (purged). Use snapshot.mode=when_needed to take a new snapshot, or "
-                "reset the offsets (`cdcflow offsets reset`)"
-            )
+            raise binlog.purged(f"the stored offset resumes in binlog file {start.file}")
         if start is None and self.properties.snapshot_mode == "never":
             first = str(query(self.conn, "SHOW BINARY LOGS")[0][0])
             start = BinlogPosition(file=first, pos=4)  # the whole binlog, its DDL included

@@ -9,10 +9,16 @@ from typing import Any
 
 import psycopg
 
-from cdcflow.capture.errors import FatalError
+from cdcflow.capture.errors import FatalError, PositionLostError, position_lost
 from cdcflow.capture.spi import TableId
 
 log = logging.getLogger(__name__)
+
+#: How to keep a slot from losing its WAL, for every lost-position message.
+PREVENT = (
+    "keep the connector running, or give the slot room (max_slot_wal_keep_size); the LogSafe "
+    "condition warns before the server removes what the slot needs"
+)
 
 ROLE_SQL = """
 SELECT rolsuper, rolreplication,
@@ -188,7 +194,7 @@ def wait_for_slot(
 def check_slot_free(state: tuple[Any, ...] | None, slot: str, *, retries: int = 0) -> None:
     if state is None:
         return
-    active, pid, _lsn, plugin, wal_status = state
+    active, pid, _lsn, plugin, _wal_status = state
     if plugin != "pgoutput":
         raise FatalError(
             f"replication slot {slot} uses the {plugin} plugin, cdcflow needs pgoutput. Drop it "
@@ -200,11 +206,16 @@ def check_slot_free(state: tuple[Any, ...] | None, slot: str, *, retries: int = 
             f"replication slot {slot} is in use by another process (PID {pid}){waited}. Stop "
             "the other connector, or give this one its own slot.name."
         )
-    if wal_status == "lost":
-        raise FatalError(
-            f"replication slot {slot} is invalidated (WAL removed, wal_status=lost). Drop it and "
-            "re-snapshot: changes since the connector last ran are gone."
-        )
+
+
+def slot_invalidated(slot: str) -> PositionLostError:
+    """The error for a slot whose WAL the server removed (``wal_status = 'lost'``)."""
+    return position_lost(
+        f"replication slot {slot} is invalidated (wal_status=lost): the server removed WAL it "
+        "held for the connector (max_slot_wal_keep_size), so the changes since the connector "
+        "last confirmed a position are gone",
+        prevent=PREVENT,
+    )
 
 
 def _regclass(table: TableId) -> str:

@@ -32,6 +32,7 @@ from cdcflow.capture.connectors.postgres import (
     snapshotter,
     types,
 )
+from cdcflow.capture.connectors.postgres import log_budget as pg_log_budget
 from cdcflow.capture.connectors.postgres.chunks import PostgresChunks, SignalEmitRetries
 from cdcflow.capture.connectors.postgres.columns import ColumnMapping
 from cdcflow.capture.connectors.postgres.connection import (
@@ -53,8 +54,9 @@ from cdcflow.capture.connectors.postgres.source import (
 from cdcflow.capture.connectors.postgres.tables import TableCatalog
 from cdcflow.capture.converting import ConvertingFailures
 from cdcflow.capture.envelope import TRANSACTION_BLOCK, frame
-from cdcflow.capture.errors import FatalError
+from cdcflow.capture.errors import FatalError, position_lost
 from cdcflow.capture.filters import Filters, refuse_capturing_nothing
+from cdcflow.capture.log_budget import LogBudget
 from cdcflow.capture.spi import (
     ConnectSchema,
     LogMessage,
@@ -311,8 +313,15 @@ class PostgresConnector:
         return PostgresPosition.from_offset(offset)
 
     def position_available(self, offset: Offset | None) -> bool:
-        """Whether the slot still holds the changes after ``offset``."""
-        return checks.slot_state(self.conn, self.properties.slot_name) is not None
+        """Whether the slot still holds the changes after ``offset``: it exists and the server
+        has not invalidated it."""
+        state = checks.slot_state(self.conn, self.properties.slot_name)
+        return state is not None and state[4] != "lost"
+
+    def log_budget(self, offset: Offset | None) -> LogBudget:
+        """The WAL the slot holds back, on a connection of its own."""
+        with connect(self.endpoint) as conn:
+            return pg_log_budget.measure(conn, self.properties.slot_name)
 
     # -- slot, snapshot and stream -----------------------------------------------------------
 
@@ -324,12 +333,19 @@ class PostgresConnector:
         """Connect for replication; create the slot (exporting a snapshot) when it is missing."""
         slot_name = self.properties.slot_name
         state = checks.slot_state(self.conn, slot_name)
+        if state is not None and state[4] == "lost":
+            if not for_snapshot:
+                raise checks.slot_invalidated(slot_name)
+            log.warning("dropping the invalidated replication slot %s to snapshot again", slot_name)
+            self.conn.execute("SELECT pg_drop_replication_slot(%s)", (slot_name,))
+            state = None
         if state is None and offset is not None and not for_snapshot:
             stored = pgoutput.format_lsn(PostgresPosition.from_offset(offset).lsn)
-            raise FatalError(
-                f"replication slot {slot_name} is gone but the stored offset is at LSN "
-                f"{stored}: changes since then cannot "
-                "be read. Use snapshot.mode=when_needed to re-snapshot, or `cdcflow offsets reset`."
+            raise position_lost(
+                f"replication slot {slot_name} is gone (dropped, or lost with a failover) but "
+                f"the stored offset is at LSN {stored}: changes since then cannot be read",
+                prevent="leave the slot in place while the connector is stopped; on PostgreSQL "
+                "17 set slot.failover=true so a promoted standby has it",
             )
         stream = ReplicationStream(connect_replication(self.endpoint))
         if state is None:

@@ -18,7 +18,7 @@ from typing import Protocol
 import psycopg
 from psycopg import pq
 
-from cdcflow.capture.connectors.postgres import pgoutput
+from cdcflow.capture.connectors.postgres import checks, pgoutput
 from cdcflow.capture.errors import FatalError, RetriableError
 
 log = logging.getLogger(__name__)
@@ -204,6 +204,8 @@ def _start_error(message: str, slot: str) -> FatalError | RetriableError:
             f"replication slot {slot} is in use by another process ({message}). Stop the other "
             "connector, or give this one its own slot.name."
         )
+    if "can no longer get changes" in message or "has been invalidated" in message:
+        return checks.slot_invalidated(slot)
     if "does not exist" in message and "publication" in message:
         return FatalError(f"{message}. Create the publication or set publication.autocreate.mode.")
     return RetriableError(f"START_REPLICATION failed: {message}")
