@@ -3,17 +3,26 @@ serves as ``io.zonky.test.postgres`` binaries), beside the suite's system Postgr
 
 One connector per release snapshots, streams every operation, stops and resumes without a gap
 or a repeat; on 17, ``slot.failover`` creates a failover slot (what a standby with
-``sync_replication_slots`` keeps in step), and on 16 it says it cannot and goes on.
+``sync_replication_slots`` keeps in step), and on 16 it says it cannot and goes on. The log's
+budget on both: a slot nearing ``max_slot_wal_keep_size`` warns, an invalidated one stops the
+connector until ``snapshot.mode=when_needed`` snapshots again, and an idle captured database
+holds no WAL back while other databases write.
 """
 
 from __future__ import annotations
 
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
+import psycopg
 import pytest
 
+from cdcflow.capture.connectors.postgres import log_budget
+from cdcflow.capture.errors import PositionLostError
+from cdcflow.capture.log_budget import LogBudget, LogState
 from cdcflow.operator.devservices import postgres
 from cdcflow.operator.devservices.kafka import KafkaBroker
 from cdcflow.operator.devservices.postgres import PostgresServer
@@ -78,3 +87,124 @@ def test_the_connector_snapshots_streams_and_resumes_on_each_release(
         (3, "c"),
         (4, "c"),
     ], f"PostgreSQL {version}"
+
+
+def test_a_slot_warns_near_its_keep_size_and_when_needed_snapshots_once_it_is_invalidated(
+    harness: CaptureHarness, release: PostgresServer
+) -> None:
+    table = harness.table("kept")
+    harness.sql(
+        f"CREATE TABLE {table} (id int PRIMARY KEY, v text)",
+        f"INSERT INTO {table} VALUES (1, 'snapshot')",
+        "ALTER SYSTEM SET max_slot_wal_keep_size = '64MB'",
+        "SELECT pg_reload_conf()",
+    )
+    try:
+        measured = {"log.budget.check.interval.ms": 200}
+        resource = harness.resource([table], **PLAIN, **measured)
+        first = harness.start(resource)
+        harness.sql(f"INSERT INTO {table} VALUES (2, 'streamed')")
+        harness.wait_for_events(f"public.{table}", lambda ev: len(ev) >= 2)
+        reported = _eventually(lambda: first.engine.stats.log_budget)
+        first.stop()
+        assert reported["state"] == "ok" and reported["walStatus"] == "reserved"
+        assert reported["safeBytes"] is not None and reported["safeBytes"] > 32 * MIB
+
+        harness.sql(f"INSERT INTO {table} VALUES (3, 'written while stopped')")
+        with psycopg.connect(release.dsn(), autocommit=True) as conn:
+            warned = _write_wal_until(conn, harness.name, LogState.WARNING)
+            lost = _write_wal_until(conn, harness.name, LogState.LOST)
+        assert warned.safe_bytes is not None and warned.safe_bytes < 16 * MIB, warned
+        assert "invalidated" in lost.message
+
+        refused = harness.start(resource, wait_for=None)
+        refused.thread.join(60)
+        assert refused.errors and isinstance(refused.errors[0], PositionLostError)
+        assert "wal_status=lost" in str(refused.errors[0])
+
+        when_needed = {**measured, "snapshot.mode": "when_needed"}
+        again = harness.start(harness.resource([table], **PLAIN, **when_needed))
+        harness.sql(f"INSERT INTO {table} VALUES (4, 'after')")
+        events = harness.wait_for_events(
+            f"public.{table}", lambda ev: any(e.key == {"id": 4} for e in ev)
+        )
+        again.stop()
+        assert [(e.key["id"], e.op) for e in events[2:]] == [(1, "r"), (2, "r"), (3, "r"), (4, "c")]
+    finally:
+        harness.sql("ALTER SYSTEM RESET max_slot_wal_keep_size", "SELECT pg_reload_conf()")
+
+
+MIB = 1024 * 1024
+
+
+def _write_wal_until(
+    conn: psycopg.Connection[tuple[Any, ...]], slot: str, state: LogState
+) -> LogBudget:
+    """Write WAL a segment at a time (a checkpoint after each: it is what invalidates a slot)
+    until the slot's budget reaches ``state``."""
+    conn.execute("CREATE TABLE IF NOT EXISTS wal_filler (n int)")
+    for _ in range(40):
+        budget = log_budget.measure(conn, slot)
+        if budget.state is state:
+            return budget
+        conn.execute("INSERT INTO wal_filler VALUES (1)")
+        conn.execute("SELECT pg_switch_wal()")
+        conn.execute("CHECKPOINT")
+    raise AssertionError(f"the slot never reached {state}: {budget}")
+
+
+def _eventually(value: Callable[[], Any], timeout_s: float = 30) -> Any:
+    deadline = time.monotonic() + timeout_s
+    while (found := value()) is None:
+        assert time.monotonic() < deadline, "nothing in time"
+        time.sleep(0.05)
+    return found
+
+
+def _retained_below(budget: dict[str, Any] | None, limit: int) -> dict[str, Any] | None:
+    """``budget`` once the slot retains less than ``limit`` bytes, else None."""
+    if budget is None or budget["retainedBytes"] is None or budget["retainedBytes"] >= limit:
+        return None
+    return budget
+
+
+def test_an_idle_captured_database_holds_no_wal_back_while_others_write(
+    harness: CaptureHarness, release: PostgresServer
+) -> None:
+    table = harness.table("quiet")
+    harness.sql(
+        f"CREATE TABLE {table} (id int PRIMARY KEY)",
+        f"CREATE TABLE {table}_heartbeat (id int PRIMARY KEY, at timestamptz)",
+    )
+    other = f"{harness.name}_busy"
+    harness.sql(f"CREATE DATABASE {other}")
+    heartbeat = (
+        f"INSERT INTO {table}_heartbeat VALUES (1, now()) "
+        "ON CONFLICT (id) DO UPDATE SET at = excluded.at"
+    )
+    resource = harness.resource(
+        [table],
+        **PLAIN,
+        **{
+            "heartbeat.interval.ms": 300,
+            "heartbeat.action.query": heartbeat,
+            "log.budget.check.interval.ms": 300,
+        },
+    )
+    running = harness.start(resource)
+    try:
+        with psycopg.connect(release.dsn(dbname=other), autocommit=True) as busy:
+            busy.execute("CREATE TABLE traffic (n int, pad text)")
+            for _ in range(8):  # 8 WAL segments of traffic the connector never captures
+                busy.execute(
+                    "INSERT INTO traffic SELECT n, repeat('x', 200) "
+                    "FROM generate_series(1, 20000) n"
+                )
+                busy.execute("SELECT pg_switch_wal()")
+            written = 8 * 16 * MIB
+        # the slot follows the server: what it retains shrinks to the segment being written
+        held = _eventually(lambda: _retained_below(running.engine.stats.log_budget, 16 * MIB))
+    finally:
+        running.stop()
+        harness.sql(f"DROP DATABASE {other}")
+    assert held["state"] == "ok" and held["retainedBytes"] < written
