@@ -10,6 +10,7 @@ Connect does; a crash in between replays at most that window (at-least-once).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -21,6 +22,7 @@ from cdcflow.capture import faults
 from cdcflow.capture.capabilities import ResumableTransactions
 from cdcflow.capture.config import EngineProperties
 from cdcflow.capture.envelope import Framing, SideRecords, TableSerializer
+from cdcflow.capture.errors import CaptureError, RetriableError
 from cdcflow.capture.filters import Filters
 from cdcflow.capture.signals.channels import Signalling
 from cdcflow.capture.spi import (
@@ -327,64 +329,74 @@ class Pipeline:
         self._stats.phase = "streaming"
         if signalling is not None:
             signalling.start()
-        for event in source.events():
-            if skipping:  # the rest of a transaction delivered before the restart
-                skipping = type(event) is not TxCommit
-                continue
-            match event:  # exhaustive: a new event type fails mypy here, never drops silently
-                case RowChange():
-                    dispatcher.row(event)
-                case TxCommit():
-                    dispatcher.commit(event)
-                    pending = event.offset
-                case TxBegin():
-                    if delivered is not None and event.commits_at is not None:
-                        if delivered(event.commits_at):
-                            skipping = True
-                            continue
-                        delivered = None  # the log is in commit order: nothing later was
-                    dispatcher.begin(event)
-                case Idle():
-                    pending = event.offset or pending
-                    self._stats.caught_up()
-                case Truncate():
-                    dispatcher.truncate(event)
-                case LogMessage():
-                    self._message(event)
-                case SchemaChange():
-                    self.schema_change(event)
-                case _:
-                    assert_never(event)
-            now = time.monotonic()
-            # Durability work (a producer flush, an offsets write) runs on the
-            # offset.flush.interval.ms cadence only, never per keepalive or per transaction:
-            # records reach Kafka on their own; committing is only for the positions.
-            # A closed snapshot chunk is committed at once: a restart reads at most the chunk
-            # in flight again, never the ones before it.
-            chunk_closed = signalling is not None and signalling.chunk_closed
-            if chunk_closed or now - last_commit >= self._flush_interval:
-                # Inside a transaction, the position after its last event read: a restart
-                # then sends again only what was read since this commit, not the whole
-                # transaction.
-                inside = within() if within is not None else None
-                if inside is not None:
-                    pending = dispatcher.with_transaction(inside)
-                if pending is not None:
-                    self.commit(pending, source)
-                    pending, last_commit = None, now
+        try:
+            for event in source.events():
+                if skipping:  # the rest of a transaction delivered before the restart
+                    skipping = type(event) is not TxCommit
+                    continue
+                match event:  # exhaustive: a new event type fails mypy here, never drops silently
+                    case RowChange():
+                        dispatcher.row(event)
+                    case TxCommit():
+                        dispatcher.commit(event)
+                        pending = event.offset
+                    case TxBegin():
+                        if delivered is not None and event.commits_at is not None:
+                            if delivered(event.commits_at):
+                                skipping = True
+                                continue
+                            delivered = None  # the log is in commit order: nothing later was
+                        dispatcher.begin(event)
+                    case Idle():
+                        pending = event.offset or pending
+                        self._stats.caught_up()
+                    case Truncate():
+                        dispatcher.truncate(event)
+                    case LogMessage():
+                        self._message(event)
+                    case SchemaChange():
+                        self.schema_change(event)
+                    case _:
+                        assert_never(event)
+                now = time.monotonic()
+                # Durability work (a producer flush, an offsets write) runs on the
+                # offset.flush.interval.ms cadence only, never per keepalive or per transaction:
+                # records reach Kafka on their own; committing is only for the positions.
+                # A closed snapshot chunk is committed at once: a restart reads at most the chunk
+                # in flight again, never the ones before it.
+                chunk_closed = signalling is not None and signalling.chunk_closed
+                if chunk_closed or now - last_commit >= self._flush_interval:
+                    # Inside a transaction, the position after its last event read: a restart
+                    # then sends again only what was read since this commit, not the whole
+                    # transaction.
+                    inside = within() if within is not None else None
                     if inside is not None:
-                        faults.crash_point("inside-transaction")
-            if now < next_check:  # the rest is per CHECK_INTERVAL_S, not per event
-                continue
-            next_check = now + CHECK_INTERVAL_S
-            if self._heartbeat_interval and now - last_beat >= self._heartbeat_interval:
-                self._heartbeat()
-                last_beat = now
-            if signalling is not None and now - last_poll >= self._signal_poll_interval:
-                signalling.poll()  # the Kafka channel, every signal.poll.interval.ms
-                last_poll = now
-            if self._stop.is_set():  # threading.Event.is_set is a Python call: not per event
-                break
+                        pending = dispatcher.with_transaction(inside)
+                    if pending is not None:
+                        self.commit(pending, source)
+                        pending, last_commit = None, now
+                        if inside is not None:
+                            faults.crash_point("inside-transaction")
+                if now < next_check:  # the rest is per CHECK_INTERVAL_S, not per event
+                    continue
+                next_check = now + CHECK_INTERVAL_S
+                if self._heartbeat_interval and now - last_beat >= self._heartbeat_interval:
+                    self._heartbeat()
+                    last_beat = now
+                if signalling is not None and now - last_poll >= self._signal_poll_interval:
+                    signalling.poll()  # the Kafka channel, every signal.poll.interval.ms
+                    last_poll = now
+                if self._stop.is_set():  # threading.Event.is_set is a Python call: not per event
+                    break
+        except RetriableError:
+            # The source went away mid-stream (a crash, a failover): what it gave before is
+            # complete, so make it durable now, or the restart would send it all again.
+            inside = within() if within is not None else None
+            position = dispatcher.with_transaction(inside) if inside is not None else pending
+            if position is not None:
+                with contextlib.suppress(CaptureError):  # Kafka may be why: then it repeats
+                    self.commit(position, None)
+            raise
         if pending is not None:
             self.commit(pending, source)
 

@@ -6,11 +6,14 @@ or a repeat; on 17, ``slot.failover`` creates a failover slot (what a standby wi
 ``sync_replication_slots`` keeps in step), and on 16 it says it cannot and goes on. The log's
 budget on both: a slot nearing ``max_slot_wal_keep_size`` warns, an invalidated one stops the
 connector until ``snapshot.mode=when_needed`` snapshots again, and an idle captured database
-holds no WAL back while other databases write.
+holds no WAL back while other databases write. On 17, a failover slot synchronised to a
+physical standby (``sync_replication_slots``) carries the connector across the standby's
+promotion without a loss, a repeat or a new snapshot.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -27,6 +30,7 @@ from cdcflow.operator.devservices import postgres
 from cdcflow.operator.devservices.kafka import KafkaBroker
 from cdcflow.operator.devservices.postgres import PostgresServer
 from tests.plugins.fix_capture import CaptureHarness
+from tests.services import postgres_standby
 
 PLAIN = {"key.converter.schemas.enable": False, "value.converter.schemas.enable": False}
 
@@ -208,3 +212,69 @@ def test_an_idle_captured_database_holds_no_wal_back_while_others_write(
         running.stop()
         harness.sql(f"DROP DATABASE {other}")
     assert held["state"] == "ok" and held["retainedBytes"] < written
+
+
+def test_a_failover_slot_carries_the_connector_across_a_promoted_standby(
+    kafka_broker: KafkaBroker, tmp_path: Path
+) -> None:
+    with postgres.running_postgres(major="17") as primary:
+        harness = CaptureHarness(primary, kafka_broker, tmp_path, name=f"t{uuid.uuid4().hex[:10]}")
+        table = harness.table("orders")
+        harness.sql(
+            f"CREATE TABLE {table} (id int PRIMARY KEY, v text)",
+            f"INSERT INTO {table} VALUES (1, 'snapshot')",
+        )
+        standby_settings = {"sync_replication_slots": "on", "hot_standby_feedback": "on"}
+        with postgres_standby.running_standby(
+            primary, slot="standby1", settings=standby_settings
+        ) as standby:
+            # the primary sends a logical change only once the standby has its WAL, so the
+            # connector is never ahead of the server that takes over
+            harness.sql(
+                "ALTER SYSTEM SET synchronized_standby_slots = 'standby1'",
+                "SELECT pg_reload_conf()",
+            )
+            resource = harness.resource([table], **PLAIN, **{"slot.failover": True})
+            before = harness.start(resource)
+            for n in range(2, 12):
+                harness.sql(f"INSERT INTO {table} VALUES ({n}, 'before')")
+            topic = f"public.{table}"
+            harness.wait_for_events(topic, lambda ev: len(ev) >= 11)
+            _eventually(lambda: _synced(standby, harness.name), timeout_s=90)
+            for n in range(12, 22):  # some of these are in flight when the primary fails
+                harness.sql(f"INSERT INTO {table} VALUES ({n}, 'around the failover')")
+            postgres_standby.crash(primary)
+            before.stop()
+
+            with psycopg.connect(standby.dsn(), autocommit=True) as conn:
+                conn.execute("SELECT pg_promote(true, 60)")
+            promoted = dataclasses.replace(harness, postgres=standby, running=[])
+            after = promoted.start(resource_on(promoted, table))
+            promoted.sql(f"INSERT INTO {table} VALUES (22, 'after')")
+            events = promoted.wait_for_events(
+                topic, lambda ev: any(e.key == {"id": 22} for e in ev)
+            )
+            after.stop()
+            survived = {row[0] for row in promoted.query(f"SELECT id FROM {table}")}
+            promoted.cleanup()
+
+    ops = [(e.key["id"], e.op) for e in events]
+    assert ops[0] == (1, "r") and all(op == "c" for _, op in ops[1:]), "no new snapshot"
+    streamed = [key for key, _ in ops[1:]]
+    assert len(streamed) == len(set(streamed)), f"repeated: {streamed}"
+    assert set(streamed) | {1} == survived, "every row the new primary has, and nothing else"
+
+
+def resource_on(harness: CaptureHarness, table: str) -> Any:
+    """The same connector, pointed at ``harness``'s server."""
+    return harness.resource([table], **PLAIN, **{"slot.failover": True})
+
+
+def _synced(standby: PostgresServer, slot: str) -> bool | None:
+    """True once the standby holds a synchronised, persistent copy of ``slot``."""
+    with psycopg.connect(standby.dsn(), autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT synced AND NOT temporary FROM pg_replication_slots WHERE slot_name = %s",
+            (slot,),
+        ).fetchone()
+    return True if row and row[0] else None

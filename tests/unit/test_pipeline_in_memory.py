@@ -4,6 +4,7 @@ order positions are made durable, and what is filtered — no database, no broke
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 import orjson
@@ -11,6 +12,7 @@ import pytest
 
 from cdcflow.capture.connectors.postgres.properties import parse_properties
 from cdcflow.capture.envelope import Framing
+from cdcflow.capture.errors import RetriableError
 from cdcflow.capture.filters import Filters
 from cdcflow.capture.pipeline import Dispatcher, Pipeline
 from cdcflow.capture.spi import (
@@ -138,6 +140,35 @@ def test_a_clean_stop_commits_the_last_pending_position() -> None:
 
     assert [o.get("pos") for o in offsets.saved] == [10]
     assert journal[-3:] == ["flush", "save 10", "acknowledge 10"]
+
+
+class _LostMidStream(ScriptedSource):
+    """Gives its events, then loses the server (a crash, a failover)."""
+
+    def events(self) -> Iterator[Event]:
+        yield from self.script
+        raise RetriableError("replication connection lost")
+
+
+def test_a_source_lost_mid_stream_first_makes_what_it_delivered_durable() -> None:
+    journal = Journal()
+    pipeline, _, offsets = _pipeline(journal, **{"offset.flush.interval.ms": 60_000})
+    source = _LostMidStream(
+        journal,
+        [
+            *_transaction("7", 10, _row(Op.CREATE, 1, "a")),  # the first position: at once
+            *_transaction("8", 20, _row(Op.CREATE, 2, "b")),  # waits for the cadence
+            TxBegin("9", {"ts_ms": 1}),
+        ],
+    )
+
+    with pytest.raises(RetriableError):
+        pipeline.stream(source)
+
+    # the restart resumes after transaction 8 instead of sending it again; the lost server
+    # is not told (it is gone): the next run confirms the position to it
+    assert [o.get("pos") for o in offsets.saved] == [10, 20]
+    assert journal[-3:] == ["write shop.public.orders", "flush", "save 20"]
 
 
 def test_keepalives_and_small_transactions_never_force_a_commit_before_the_cadence(
