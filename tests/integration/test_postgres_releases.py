@@ -8,7 +8,8 @@ budget on both: a slot nearing ``max_slot_wal_keep_size`` warns, an invalidated 
 connector until ``snapshot.mode=when_needed`` snapshots again, and an idle captured database
 holds no WAL back while other databases write. On 17, a failover slot synchronised to a
 physical standby (``sync_replication_slots``) carries the connector across the standby's
-promotion without a loss, a repeat or a new snapshot.
+promotion without a loss, a repeat or a new snapshot; on 16, the connector captures from a
+standby and refuses at start what a standby cannot do.
 """
 
 from __future__ import annotations
@@ -278,3 +279,57 @@ def _synced(standby: PostgresServer, slot: str) -> bool | None:
             (slot,),
         ).fetchone()
     return True if row and row[0] else None
+
+
+def test_the_connector_captures_from_a_standby_and_says_what_it_cannot_do_there(
+    kafka_broker: KafkaBroker, tmp_path: Path
+) -> None:
+    with postgres.running_postgres(major="16") as primary:
+        harness = CaptureHarness(primary, kafka_broker, tmp_path, name=f"t{uuid.uuid4().hex[:10]}")
+        table = harness.table("orders")
+        harness.sql(
+            f"CREATE TABLE {table} (id int PRIMARY KEY, v text)",
+            f"INSERT INTO {table} VALUES (1, 'snapshot')",
+            f"CREATE PUBLICATION {harness.name} FOR TABLE {table}",  # a standby cannot create it
+        )
+        settings = {"hot_standby_feedback": "on"}
+        with postgres_standby.running_standby(
+            primary, slot="standby1", settings=settings
+        ) as standby:
+            on_standby = dataclasses.replace(harness, postgres=standby, running=[])
+            writes = {
+                "heartbeat.action.query": "UPDATE heartbeat SET at = now()",
+                "publication.name": f"{harness.name}_missing",
+            }
+            for name, value in writes.items():
+                refused = on_standby.start(
+                    on_standby.resource([table], **PLAIN, **{name: value}), wait_for=None
+                )
+                refused.thread.join(30)
+                assert refused.errors, f"{name} on a standby"
+                message = str(refused.errors[0])
+                assert "standby" in message and "primary" in message, message
+            resource = on_standby.resource([table], **PLAIN)
+            running = on_standby.start(resource, wait_for=None)
+            # a slot on a standby is made at the primary's next running-transactions record
+            _eventually(lambda: _nudged(primary, running), timeout_s=60)
+            harness.sql(
+                f"INSERT INTO {table} VALUES (2, 'created')",
+                f"UPDATE {table} SET v = 'updated' WHERE id = 1",
+            )
+            events = on_standby.wait_for_events(f"public.{table}", lambda ev: len(ev) >= 3)
+            running.stop()
+    assert [(e.key["id"], e.op) for e in events] == [(1, "r"), (2, "c"), (1, "u")]
+
+
+def _nudged(primary: PostgresServer, running: Any) -> bool | None:
+    """True once the engine streams; until then the primary logs a running-transactions
+    record (what a slot being created on its standby waits for)."""
+    if running.errors:
+        raise running.errors[0]
+    if running.engine.stats.phase == "streaming":
+        return True
+    with psycopg.connect(primary.dsn(), autocommit=True) as conn:
+        conn.execute("SELECT pg_log_standby_snapshot()")
+    time.sleep(0.5)
+    return None

@@ -252,6 +252,42 @@ def check_guardrail(tables: Sequence[TableId], *, limit: int, action: str) -> No
     log.warning(message)
 
 
+def is_standby(conn: psycopg.Connection[tuple[Any, ...]]) -> bool:
+    """Whether the server is a standby (in recovery): logical decoding works there from 16 on,
+    but nothing can be written."""
+    return bool(_scalar(conn, "SELECT pg_is_in_recovery()", ()))
+
+
+def check_standby(
+    conn: psycopg.Connection[tuple[Any, ...]], *, action_query: str, chunked: bool
+) -> None:
+    """What a connector on a standby cannot do, refused at start with the way out; what puts
+    its slot at risk, warned about."""
+    if action_query:
+        raise FatalError(
+            "heartbeat.action.query writes, and the server is a standby, which cannot: remove "
+            "it (on a standby the slot follows the WAL the primary sends, with no writes of "
+            "the connector's), or point the connector at the primary"
+        )
+    if chunked:
+        raise FatalError(
+            "snapshot.strategy=chunked writes watermark rows into the signal table, and the "
+            "server is a standby, which cannot: use snapshot.strategy=exported, or point the "
+            "connector at the primary"
+        )
+    if str(_scalar(conn, "SHOW hot_standby_feedback", ())) != "on":
+        log.warning(
+            "the server is a standby without hot_standby_feedback: the primary may remove "
+            "catalog rows the replication slot still needs, and the standby then invalidates "
+            "the slot. Set hot_standby_feedback = on (and primary_slot_name) on the standby"
+        )
+    log.info(
+        "the server is a standby: a new replication slot is ready at the primary's next "
+        "running-transactions record (`SELECT pg_log_standby_snapshot();` on the primary "
+        "makes one now); publications and signal rows are written on the primary"
+    )
+
+
 def failover_supported(conn: psycopg.Connection[tuple[Any, ...]]) -> bool:
     """Whether a failover slot can be created: PostgreSQL 17 or newer, and a primary."""
     if conn.info.server_version < 170000:

@@ -185,6 +185,8 @@ class PostgresConnector:
         self._message_content: Callable[[bytes], str] = (
             bytes.hex if properties.binary_handling_mode == "hex" else _b64
         )
+        #: whether the server is a standby (logical decoding there: PostgreSQL 16 and newer)
+        self._standby = False
         self._conn: psycopg.Connection[tuple[Any, ...]] | None = None
         self._catalog: TableCatalog | None = None
         self._slot: SlotHandle | None = None
@@ -218,6 +220,13 @@ class PostgresConnector:
         self._conn = connect(self.endpoint, connect_timeout_s=timeout_s)
         checks.check_wal_level(self.conn)
         checks.check_replication_role(self.conn, self.endpoint.user)
+        self._standby = checks.is_standby(self.conn)
+        if self._standby:
+            checks.check_standby(
+                self.conn,
+                action_query=self.properties.heartbeat_action_query,
+                chunked=self.properties.snapshot_strategy == "chunked",
+            )
         checks.wait_for_slot(
             self.conn,
             self.properties.slot_name,
@@ -227,7 +236,12 @@ class PostgresConnector:
         )
         self._ensure_publication()
         eligible = [t for t in self._user_tables() if self.filters.reads(t)]
-        if self.properties.streams:  # Debezium sets them when it opens the replication stream
+        if self._standby and self.properties.replica_identities:
+            log.warning(
+                "replica.identity.autoset.values: the server is a standby, which cannot alter "
+                "tables; set the replica identities on the primary"
+            )
+        elif self.properties.streams:  # Debezium sets them when it opens the replication stream
             identity.apply_replica_identities(
                 self.conn, eligible, self.properties.replica_identities
             )
@@ -260,6 +274,12 @@ class PostgresConnector:
             if exists[1]:
                 checks.warn_blocked_writes(self.conn, name)
             return
+        if self._standby:
+            raise FatalError(
+                f"publication {name} does not exist, and the server is a standby, which cannot "
+                f"create it: create it on the primary (e.g. `CREATE PUBLICATION {name} FOR "
+                "TABLE …;`), from where it reaches the standby, and restart"
+            )
         if mode == "disabled":
             raise FatalError(
                 f"publication {name} does not exist and publication.autocreate.mode=disabled. "
