@@ -40,6 +40,31 @@ class SignalWriter(Protocol):
 
 
 @runtime_checkable
+class PositionWatermarks(Protocol):
+    """A chunk source that brackets a chunk read with log positions instead of watermark rows
+    it writes (``read.only``): the window closes once streaming passes the position read
+    after the chunk, and no write reaches the database."""
+
+    #: whether :meth:`~cdcflow.capture.spi.ChunkSource.missed` knows exactly which streamed
+    #: changes the chunk read could not see (PostgreSQL: its ``pg_current_snapshot()``); if
+    #: not, every change streamed while the window is open drops its chunk row
+    sees_visibility: bool
+
+    def log_position(self) -> Offset:
+        """The log's position now: a change committed before it can be in a chunk read
+        before this call, one after it only in the stream."""
+        ...
+
+    def position_key(self, offset: Offset) -> tuple[Any, ...]:
+        """A streamed (or :meth:`log_position`) offset in log order."""
+        ...
+
+    def source_at(self, offset: Offset) -> dict[str, Any]:
+        """The ``source`` block of snapshot rows emitted when streaming reached ``offset``."""
+        ...
+
+
+@runtime_checkable
 class LogBudgets(Protocol):
     """A connector that can measure the log it holds back (on a connection of its own: the
     engine asks from another thread)."""

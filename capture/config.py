@@ -290,6 +290,13 @@ class EngineProperties(BaseModel):
         "or lock, resumes from the last finished chunk, snapshot.max.threads tables at "
         "once. Needs signal.data.collection.",
     )
+    read_only: bool = Field(
+        False,
+        alias="read.only",
+        description="Incremental snapshots without writes: chunk windows are bracketed by "
+        "log positions instead of watermark rows (replicas, standbys, locked-down databases); "
+        "signals come through Kafka or POST /signals (CdcSnapshotSignal).",
+    )
     log_budget_check_interval_ms: int = Field(
         30_000,
         alias="log.budget.check.interval.ms",
@@ -444,10 +451,11 @@ class EngineProperties(BaseModel):
     def _chunked_snapshot_can_run(self) -> EngineProperties:
         if self.snapshot_strategy != "chunked":
             return self
-        if not self.signal_data_collection:
+        if not self.signal_data_collection and not self.read_only:
             raise ValueError(
                 "snapshot.strategy=chunked writes its chunks' watermarks into the signal "
-                "table: set signal.data.collection (see docs/signals.md for its DDL)"
+                "table: set signal.data.collection (see docs/signals.md for its DDL), or "
+                "read.only=true to bracket the chunks with log positions instead"
             )
         if self.snapshot_mode == "initial_only":
             raise ValueError(

@@ -26,6 +26,7 @@ from cdcflow.capture.capabilities import (
     Historized,
     LogBudgets,
     LogMessages,
+    PositionWatermarks,
     SignalWriter,
 )
 from cdcflow.capture.config import ConfigError, EngineProperties, HistorizedProperties
@@ -38,7 +39,7 @@ from cdcflow.capture.filters import Filters
 from cdcflow.capture.log_budget import LogBudgetWatch
 from cdcflow.capture.notify_http import HttpNotifier
 from cdcflow.capture.pipeline import Dispatcher, Pipeline
-from cdcflow.capture.signals.channels import Notifications, Signalling
+from cdcflow.capture.signals.channels import Notifications, SignalInbox, Signalling
 from cdcflow.capture.signals.incremental import IncrementalSnapshotter
 from cdcflow.capture.spi import (
     ChunkSource,
@@ -82,9 +83,13 @@ class Engine:
     """Where a historized connector's schema changes are kept (None for PostgreSQL)."""
     stop: threading.Event = field(default_factory=threading.Event)
     _http_notifier: HttpNotifier | None = field(default=None, init=False, repr=False)
+    _inbox: SignalInbox = field(default_factory=SignalInbox, init=False, repr=False)
 
     def send_signal(self, signal_id: str, signal_type: str, data: str) -> bool:
-        """Insert a signal into the signal table unless a row with this id exists (idempotent)."""
+        """Insert a signal into the signal table unless a row with this id exists (idempotent);
+        under ``read.only``, hand it to the streaming thread instead (nothing is written)."""
+        if self.properties.read_only:
+            return self._inbox.put(signal_id, signal_type, data)
         if not self.properties.signal_data_collection:
             raise ConfigError("no signal.data.collection configured")
         if not isinstance(self.connector, SignalWriter):
@@ -325,10 +330,11 @@ class Engine:
         return not self.stop.wait(delay_ms / 1000)
 
     def _signalling(self, pipeline: Pipeline, offset: Offset | None) -> Signalling | None:
-        """Signals and incremental snapshots, when a signal table or Kafka channel is set."""
+        """Signals and incremental snapshots, when a signal table is set or under
+        ``read.only`` (signals then come through Kafka or ``POST /signals``)."""
         properties = self.properties
         kafka_channel = "kafka" in properties.signal_enabled_channels
-        if not properties.signal_data_collection:
+        if not properties.signal_data_collection and not properties.read_only:
             if kafka_channel:
                 log.warning(
                     "signal.enabled.channels includes kafka but signal.data.collection is not "
@@ -342,8 +348,17 @@ class Engine:
             stats=self.stats,
             http=self._http_notifications(),
         )
+        source = self.connector.chunk_source()
+        positions = None
+        if properties.read_only:
+            if not isinstance(source, PositionWatermarks):
+                raise FatalError(
+                    f"read.only: the {self.resource.spec.source.kind} connector cannot place "
+                    "a chunk read in its log without writing a watermark row"
+                )
+            positions = source
         snapshotter = IncrementalSnapshotter(
-            source=self.connector.chunk_source(),
+            source=source,
             chunk_size=properties.incremental_snapshot_chunk_size,
             strategy=properties.incremental_snapshot_watermarking_strategy,
             connector_name=self.resource.metadata.name,
@@ -352,12 +367,15 @@ class Engine:
             allow_schema_changes=properties.incremental_snapshot_allow_schema_changes,
             stats=self.stats,
             readers=self._parallel_readers(),
+            positions=positions,
         )
         signalling = Signalling(
             snapshotter=snapshotter,
             notify=notify,
             kafka=self._kafka_signals() if kafka_channel else None,
             strategy=properties.incremental_snapshot_watermarking_strategy,
+            inbox=self._inbox if properties.read_only else None,
+            watches_positions=positions is not None,
         )
         signalling.restore(offset)
         return signalling

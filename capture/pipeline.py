@@ -320,6 +320,9 @@ class Pipeline:
         """
         dispatcher, signalling = self._dispatcher, self._dispatcher.signalling
         within = source.offset_in_transaction if isinstance(source, ResumableTransactions) else None
+        # read.only incremental snapshots close their windows by streamed positions
+        watching = signalling is not None and signalling.watches_positions
+        positions = signalling.on_position if signalling is not None and watching else None
         pending: Offset | None = None
         skipping = False
         last_commit = last_beat = last_poll = next_check = time.monotonic()
@@ -340,16 +343,22 @@ class Pipeline:
                     case TxCommit():
                         dispatcher.commit(event)
                         pending = event.offset
+                        if positions is not None:
+                            positions(pending)
                     case TxBegin():
                         if delivered is not None and event.commits_at is not None:
                             if delivered(event.commits_at):
                                 skipping = True
                                 continue
                             delivered = None  # the log is in commit order: nothing later was
+                        if positions is not None and event.commits_at is not None:
+                            positions(event.commits_at)
                         dispatcher.begin(event)
                     case Idle():
                         pending = event.offset or pending
                         self._stats.caught_up()
+                        if positions is not None and event.offset is not None:
+                            positions(event.offset)
                     case Truncate():
                         dispatcher.truncate(event)
                     case LogMessage():

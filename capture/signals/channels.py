@@ -1,7 +1,8 @@
 """Signal channels and notifications around the incremental snapshotter.
 
 Routes signals from the source channel (rows of ``signal.data.collection`` arriving in the
-log) and the Kafka channel (``signal.kafka.topic``) to the :class:`IncrementalSnapshotter`,
+log), the Kafka channel (``signal.kafka.topic``) and, under ``read.only``, the inbox of
+``POST /signals`` to the :class:`IncrementalSnapshotter`,
 reports malformed signals instead of failing on them, and publishes notifications to the log,
 the notification topic (``notification.enabled.channels=sink``) and the engine's ``/status``.
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import threading
 from collections import deque
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -32,6 +34,32 @@ class KafkaSignals(Protocol):
     def poll(self) -> list[tuple[bytes | None, bytes | None, str]]: ...
 
     def close(self) -> None: ...
+
+
+class SignalInbox:
+    """Signals handed to the engine directly — ``POST /signals`` (a CdcSnapshotSignal) under
+    ``read.only``, where nothing may be inserted into a signal table — until the streaming
+    thread takes them. An id seen before is refused, as a signal row's primary key is."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._waiting: deque[tuple[str, str, str]] = deque()
+        self._seen: set[str] = set()
+
+    def put(self, signal_id: str, signal_type: str, data: str) -> bool:
+        """Keep the signal; False when its id came before."""
+        with self._lock:
+            if signal_id in self._seen:
+                return False
+            self._seen.add(signal_id)
+            self._waiting.append((signal_id, signal_type, data))
+            return True
+
+    def take(self) -> list[tuple[str, str, str]]:
+        with self._lock:
+            taken = list(self._waiting)
+            self._waiting.clear()
+            return taken
 
 
 class Notifications:
@@ -88,11 +116,16 @@ class Signalling:
         notify: Notifications,
         kafka: KafkaSignals | None,
         strategy: str,
+        inbox: SignalInbox | None = None,
+        watches_positions: bool = False,
     ) -> None:
         self.snapshotter = snapshotter
         self._notify = notify
         self._kafka = kafka
         self._strategy = strategy
+        self._inbox = inbox
+        #: ``read.only``: the pipeline reports streamed positions (:meth:`on_position`)
+        self.watches_positions = watches_positions
 
     # -- hooks called by the dispatcher and the pipeline -------------------------------------
 
@@ -111,7 +144,13 @@ class Signalling:
         )
 
     def poll(self) -> None:
-        """Act on signals waiting in the Kafka channel."""
+        """Act on signals waiting in the Kafka channel and the inbox."""
+        if self._inbox is not None:
+            for signal_id, signal_type, data in self._inbox.take():
+                self._handle(
+                    functools.partial(commands.parse, signal_id, signal_type, data, channel="http"),
+                    None,
+                )
         if self._kafka is None:
             return
         for key, value, position in self._kafka.poll():
@@ -143,6 +182,14 @@ class Signalling:
 
     def on_change(self, change: RowChange) -> None:
         self.snapshotter.on_change(change)
+
+    def on_position(self, offset: Offset) -> None:
+        """Streaming reached ``offset`` (a commit, a transaction's commit position, a
+        keepalive): a ``read.only`` window closes once past its chunk's position."""
+        try:
+            self.snapshotter.on_position(offset)
+        except SnapshotQueryError as error:
+            self._reject("", str(error))
 
     @property
     def chunk_closed(self) -> bool:

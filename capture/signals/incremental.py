@@ -12,6 +12,11 @@ emitted, maximum key) rides in the offsets, so a restart resumes after the last 
 Everything runs on the streaming thread, between events, which is DBLog's "pause log
 processing": no locks, and a bad ``additional-condition`` only aborts that table's snapshot.
 
+``read.only`` replaces the watermark rows with log positions
+(:class:`~cdcflow.capture.capabilities.PositionWatermarks`): the position read right after
+the chunk closes the window once streaming passes it (:meth:`on_position`), and nothing is
+written to the database.
+
 ``snapshot.strategy=chunked`` runs the *initial* snapshot the same way (:meth:`begin_initial`):
 its tables go first in the queue, their rows are marked ``source.snapshot`` as an exported
 snapshot's are (``first`` … ``last``), notifications use the ``Initial Snapshot`` aggregate,
@@ -32,6 +37,7 @@ from typing import Any
 import orjson
 
 from cdcflow.capture import faults
+from cdcflow.capture.capabilities import PositionWatermarks
 from cdcflow.capture.errors import FatalError, SnapshotQueryError, SnapshotSchemaChangedError
 from cdcflow.capture.signals import commands
 from cdcflow.capture.spi import ChunkRow, ChunkSource, Offset, Op, RowChange, TableId, TableSchema
@@ -133,6 +139,8 @@ class _Window:
     chunk_id: str
     parts: dict[TableId, _Part]
     open: bool = False
+    #: ``read.only``: the log position after the read, which streaming must pass to close
+    closes_at: tuple[Any, ...] | None = None
 
 
 class _ChunkReadError(SnapshotQueryError):
@@ -169,9 +177,13 @@ class IncrementalSnapshotter:
         allow_schema_changes: bool = False,
         stats: Stats | None = None,
         readers: Sequence[ChunkSource] = (),
+        positions: PositionWatermarks | None = None,
     ) -> None:
         """``readers``: more chunk sources (connections), so that a window of the chunked
-        initial snapshot reads one chunk of each of that many more tables at once."""
+        initial snapshot reads one chunk of each of that many more tables at once.
+        ``positions`` (``read.only``): windows are bracketed by log positions, and nothing
+        is written."""
+        self._positions = positions
         self._readers = [source, *readers]
         self._pool: ThreadPoolExecutor | None = None
         self._allow_schema_changes = allow_schema_changes
@@ -297,6 +309,15 @@ class IncrementalSnapshotter:
             self._pause(signal)
         elif signal.type == "resume-snapshot":
             self._resume(signal)
+
+    def on_position(self, offset: Offset) -> None:
+        """Streaming reached ``offset`` (``read.only``): close the window once it passed the
+        position read after the chunk."""
+        window, positions = self._window, self._positions
+        if window is None or positions is None or window.closes_at is None:
+            return
+        if positions.position_key(offset) >= window.closes_at:
+            self._close_window(None, source=positions.source_at(offset))
 
     def on_watermark_deleted(self, signal_id: str, change: RowChange) -> None:
         """``insert_delete``: deleting the open watermark closes the window."""
@@ -462,15 +483,22 @@ class IncrementalSnapshotter:
         if not parts:
             return False
         chunk_id = str(uuid.uuid4())
-        self._source.write_signal(
-            signal_id=f"{chunk_id}-open", signal_type="snapshot-window-open", data="{}"
-        )
+        positions = self._positions
+        if positions is None:
+            self._source.write_signal(
+                signal_id=f"{chunk_id}-open", signal_type="snapshot-window-open", data="{}"
+            )
         if len(parts) == 1:
             self._read(parts[0])
         else:
             list(self._reading_pool().map(self._read, parts))
         self._window = _Window(chunk_id, {part.table.id: part for part in parts})
-        if self._strategy == "insert_delete":
+        if positions is not None:
+            # what the read saw committed before this position: once streaming passed it,
+            # every change the chunk could not see has dropped its row
+            self._window.closes_at = positions.position_key(positions.log_position())
+            self._window.open = not positions.sees_visibility
+        elif self._strategy == "insert_delete":
             self._source.delete_signal(signal_id=f"{chunk_id}-open")
         else:
             self._source.write_signal(
@@ -533,12 +561,14 @@ class IncrementalSnapshotter:
         at_end = part.last_key is not None and list(part.last_key) == collection.max_key
         part.full = len(rows) >= self._chunk_size and not at_end
 
-    def _close_window(self, change: RowChange | None) -> None:
+    def _close_window(
+        self, change: RowChange | None, *, source: Mapping[str, Any] | None = None
+    ) -> None:
         window, state = self._window, self._state
         if window is None or state is None:
             return
         self._window = None
-        source = dict(change.source) if change is not None else {}
+        source = dict(change.source if change is not None else source or {})
         parts = list(window.parts.values())
         first = not state.initial_done and not any(c.rows for c in state.collections if c.initial)
         last = self._last_part(parts)

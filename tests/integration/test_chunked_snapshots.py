@@ -11,6 +11,8 @@ what was read twice: at most the chunk in flight.
 from __future__ import annotations
 
 import threading
+import time
+from typing import Any
 
 import orjson
 
@@ -27,13 +29,27 @@ KILLED_AFTER_CHUNKS = 8
 def test_a_killed_chunked_snapshot_resumes_at_its_chunk_and_the_topic_equals_the_table(
     driver: ConnectorDriver,
 ) -> None:
+    _kill_a_chunked_snapshot_and_resume(
+        driver, **{"signal.data.collection": driver.signal_table("chunked_signal")}
+    )
+
+
+def test_a_read_only_chunked_snapshot_writes_nothing_and_resumes_the_same(
+    read_only_driver: ConnectorDriver,
+) -> None:
+    """``read.only``: the chunks are bracketed by log positions; there is no signal table for
+    the connector to write to at all."""
+    _kill_a_chunked_snapshot_and_resume(read_only_driver, **{"read.only": True})
+
+
+def _kill_a_chunked_snapshot_and_resume(driver: ConnectorDriver, **watermarks: Any) -> None:
     table = driver.table("chunked")
     driver.create_table(table)
     fill(driver, table, rows=ROWS, batch=CHUNK)
     properties = {
         **PLAIN,
+        **watermarks,
         "snapshot.strategy": "chunked",
-        "signal.data.collection": driver.signal_table("chunked_signal"),
         "incremental.snapshot.chunk.size": CHUNK,
         "offset.flush.interval.ms": 300,
     }
@@ -123,3 +139,67 @@ def test_snapshot_max_threads_reads_a_chunk_of_several_tables_in_one_window(
     assert windows[0] & windows[1] & windows[2], "the three tables shared their first windows"
     markers = [e.payload["source"]["snapshot"] for ev in topics.values() for e in ev]
     assert markers.count("first") == 1 and markers.count("last") == 1
+
+
+def test_read_only_incremental_snapshots_take_signals_from_kafka_and_the_signal_endpoint(
+    read_only_driver: ConnectorDriver,
+) -> None:
+    """Signals without a signal table: through Kafka, and through ``POST /signals`` (what a
+    CdcSnapshotSignal resource uses), each snapshot correct under concurrent writes."""
+    from confluent_kafka import Producer
+
+    driver = read_only_driver
+    table = driver.table("readonly")
+    driver.create_table(table)
+    fill(driver, table, rows=3_000, batch=CHUNK)
+    running = driver.start(
+        [table],
+        **PLAIN,
+        **{
+            "read.only": True,
+            "signal.enabled.channels": "kafka",
+            "snapshot.mode": driver.modes_streaming_from_now[0],
+            "incremental.snapshot.chunk.size": CHUNK,
+        },
+    )
+    stop, next_id = threading.Event(), [3_001]
+    writer = threading.Thread(
+        target=write_randomly,
+        args=(driver, table),
+        kwargs={"seed": 5, "stop": stop, "next_id": next_id},
+    )
+    writer.start()
+    request = {"data-collections": [driver.topic(table)], "type": "INCREMENTAL"}
+    try:
+        producer = Producer({"bootstrap.servers": driver.capture.kafka.bootstrap_servers})
+        document = {"id": "via-kafka", "type": "execute-snapshot", "data": request}
+        producer.produce(f"{driver.name}-signal", orjson.dumps(document), driver.name.encode())
+        producer.flush(30)
+        _wait_for_signal(running, "via-kafka")
+        assert running.engine.send_signal(
+            "via-http", "execute-snapshot", orjson.dumps(request).decode()
+        )
+        assert not running.engine.send_signal("via-http", "execute-snapshot", "{}"), "once"
+        _wait_for_signal(running, "via-http")
+    finally:
+        stop.set()
+        writer.join(60)
+    sentinel = next_id[0]
+    driver.run(driver.insert(table, (sentinel, "sentinel")))
+    events = driver.wait_for_events(table, lambda ev: any(e.key == {"id": sentinel} for e in ev))
+    running.stop()
+
+    assert replay(events) == driver.rows(table), "the topic replays to the table"
+    reads = snapshot_reads(events)
+    assert max(reads.values()) <= 2 and sum(reads.values()) >= 3_000, "two snapshots read it"
+
+
+def _wait_for_signal(running: Any, signal_id: str, timeout_s: float = 180) -> None:
+    deadline = time.monotonic() + timeout_s
+    while (entry := running.engine.stats.signals.get(signal_id)) is None or entry[
+        "status"
+    ] != "COMPLETED":
+        if running.errors:
+            raise running.errors[0]
+        assert time.monotonic() < deadline, f"signal {signal_id}: {entry}"
+        time.sleep(0.1)

@@ -309,7 +309,7 @@ def test_the_connector_captures_from_a_standby_and_says_what_it_cannot_do_there(
                 assert refused.errors, f"{name} on a standby"
                 message = str(refused.errors[0])
                 assert "standby" in message and "primary" in message, message
-            resource = on_standby.resource([table], **PLAIN)
+            resource = on_standby.resource([table], **PLAIN, **{"read.only": True})
             running = on_standby.start(resource, wait_for=None)
             # a slot on a standby is made at the primary's next running-transactions record
             _eventually(lambda: _nudged(primary, running), timeout_s=60)
@@ -317,9 +317,19 @@ def test_the_connector_captures_from_a_standby_and_says_what_it_cannot_do_there(
                 f"INSERT INTO {table} VALUES (2, 'created')",
                 f"UPDATE {table} SET v = 'updated' WHERE id = 1",
             )
-            events = on_standby.wait_for_events(f"public.{table}", lambda ev: len(ev) >= 3)
+            on_standby.wait_for_events(f"public.{table}", lambda ev: len(ev) >= 3)
+            # read.only: an incremental snapshot on the standby, which nothing may write to
+            request = f'{{"data-collections": ["public.{table}"]}}'
+            assert running.engine.send_signal("on-standby", "execute-snapshot", request)
+            events = on_standby.wait_for_events(f"public.{table}", lambda ev: len(ev) >= 5)
             running.stop()
-    assert [(e.key["id"], e.op) for e in events] == [(1, "r"), (2, "c"), (1, "u")]
+    assert [(e.key["id"], e.op) for e in events] == [
+        (1, "r"),
+        (2, "c"),
+        (1, "u"),
+        (1, "r"),  # the incremental snapshot's reads
+        (2, "r"),
+    ]
 
 
 def _nudged(primary: PostgresServer, running: Any) -> bool | None:

@@ -75,8 +75,8 @@ class MemoryTable:
         low = int(after[0] or 0) if after else -1
         keys = sorted(k for k in self.rows if low < k <= int(up_to[0] or 0))[:limit]
         rows = [ChunkRow((str(k),), (k, self.rows[k])) for k in keys]
-        opened = max(i for i, (kind, _) in enumerate(self.log) if kind == "signal")
         for number, (op, k, name) in enumerate(self.racing):
+            opened = max(i for i, (kind, _) in enumerate(self.log) if kind == "signal")
             self.write(op, k, name)
             _, change = self.log.pop()
             late = replace(change, tx_id=f"race-{number}")
@@ -348,3 +348,58 @@ def test_progress_stored_by_the_previous_release_resumes_where_it_stopped() -> N
     run.snap.start()
     run.drain()
     assert run.keys() == [3, 4, 5, 6, 7]
+
+
+class PositionedTable(MemoryTable):
+    """A memory table whose log has positions, for ``read.only`` windows: the snapshotter
+    must never write to it."""
+
+    sees_visibility = False
+
+    def __init__(self, rows: dict[int, str]) -> None:
+        super().__init__(rows)
+        self.consumed = 0
+
+    def write_signal(self, *, signal_id: str, signal_type: str, data: str) -> None:
+        raise AssertionError("read.only: a watermark was written")
+
+    def log_position(self) -> Offset:
+        return Offset({"pos": self.consumed + len(self.log)})
+
+    def position_key(self, offset: Offset) -> tuple[Any, ...]:
+        return (offset.get("pos"),)
+
+    def source_at(self, offset: Offset) -> dict[str, Any]:
+        return {"ts_ms": 2, "pos": offset.get("pos")}
+
+
+def test_read_only_windows_close_by_position_and_changes_read_after_the_chunk_drop_rows() -> None:
+    table = PositionedTable({1: "a", 2: "b", 3: "c"})
+    table.after_read = [("u", 2, "B"), ("d", 1, None)]  # committed after the chunk's read
+    emitted: list[RowChange] = []
+    snap = IncrementalSnapshotter(
+        source=table,
+        chunk_size=3,
+        strategy="insert_insert",
+        connector_name="c",
+        emit=emitted.append,
+        notify=lambda _note: None,
+        positions=table,
+    )
+    snap.on_signal(EXECUTE, None)
+    while table.log:
+        _, change = table.log.pop(0)
+        table.consumed += 1
+        snap.on_change(change)
+        emitted.append(change)
+        snap.on_position(Offset({"pos": table.consumed}))
+    snap.on_position(Offset({"pos": table.consumed}))  # a keepalive at the end of the log
+
+    reads = [e for e in emitted if e.op is Op.READ]
+    assert [e.after for e in reads] == [(3, "c")]
+    assert reads[0].source == {"ts_ms": 2, "pos": 2, "snapshot": "incremental"} | {
+        "schema": "public",
+        "table": "items",
+    }
+    assert _replay(emitted) == table.rows == {2: "B", 3: "c"}
+    assert not snap.active, "the snapshot finished"

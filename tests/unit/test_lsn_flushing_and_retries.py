@@ -171,6 +171,7 @@ class _Signalling(Signalling):
     """Counts the pipeline's polls of the signal channels."""
 
     chunk_closed = False
+    watches_positions = False
 
     def __init__(self) -> None:  # no snapshotter or channels: only the hooks below are used
         self.polls = 0

@@ -32,6 +32,11 @@ DB2_UNSUPPORTED: Mapping[str, str] = MappingProxyType(
             "(it never holds a window in memory), so windows need no time limit"
         ),
         "z.stop.lsn.ignore": "a Db2 for z/OS setting; cdcflow supports Db2 LUW",
+        "read.only": (
+            "a chunk read from a Db2 table can be placed among ASN's change rows only by a "
+            "watermark row that ASN captures too (the log position ASN would need is not in "
+            "its change tables); Debezium's Db2 connector has no read-only mode either"
+        ),
     }
 )
 

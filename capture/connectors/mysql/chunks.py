@@ -9,6 +9,7 @@ every transaction logged before the open watermark is visible once the watermark
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -20,11 +21,14 @@ from cdcflow.capture.connectors.mysql.connection import (
     Connection,
     Endpoint,
     connect,
+    query,
     quote,
 )
+from cdcflow.capture.connectors.mysql.position import BinlogPosition
+from cdcflow.capture.connectors.mysql.source import SourceBlock
 from cdcflow.capture.connectors.mysql.tables import RowDecoder, Structures
 from cdcflow.capture.errors import FatalError, RetriableError, SnapshotQueryError
-from cdcflow.capture.spi import ChunkKey, ChunkRow, RowChange, TableId, TableSchema
+from cdcflow.capture.spi import ChunkKey, ChunkRow, Offset, RowChange, TableId, TableSchema
 
 #: Server errors for a statement the user has no privilege for.
 DENIED = (1142, 1143, 1044)
@@ -40,12 +44,14 @@ class MySqlChunks:
         structures: Structures,
         captured: Callable[[], list[TableId]],
         signal_table: TableId | None,
+        source_block: SourceBlock | None = None,
     ) -> None:
         self._endpoint = endpoint
         self._conn: Connection = connect(endpoint, conv=types.SNAPSHOT_CONVERSIONS)
         self._structures = structures
         self._captured = captured
         self._signal_table = signal_table
+        self._source_block = source_block
 
     def close(self) -> None:
         self._conn.close()
@@ -106,6 +112,36 @@ class MySqlChunks:
 
     def missed(self, change: RowChange) -> bool:
         return False
+
+    # -- read.only: positions instead of watermark rows (capabilities.PositionWatermarks) ----
+
+    #: a chunk read cannot tell which streamed transactions it saw: every change streamed
+    #: while its window is open drops its row (binlog row images are whole rows, so the
+    #: streamed event carries the row as the chunk would have)
+    sees_visibility = False
+
+    def log_position(self) -> Offset:
+        """The end of the binlog now (``SHOW MASTER STATUS``)."""
+        self._alive()
+        rows = query(self._conn, "SHOW MASTER STATUS")
+        if not rows:
+            raise FatalError("read.only: SHOW MASTER STATUS returned nothing: the binlog is off")
+        return Offset({"file": str(rows[0][0]), "pos": int(rows[0][1])})
+
+    def position_key(self, offset: Offset) -> tuple[Any, ...]:
+        return BinlogPosition.from_offset(offset).order_key()[:2]  # (file number, pos)
+
+    def source_at(self, offset: Offset) -> dict[str, Any]:
+        assert self._source_block is not None, "read.only needs the connector's source block"
+        position = BinlogPosition.from_offset(offset)
+        return self._source_block.block(
+            ts_ms=int(offset.get("ts_sec") or time.time()) * 1000,
+            db="",
+            table=None,
+            server_id=int(offset.get("server_id") or 0),
+            file=position.file,
+            pos=position.pos,
+        )
 
     def write_signal(self, *, signal_id: str, signal_type: str, data: str) -> None:
         assert self._signal_table is not None

@@ -233,6 +233,7 @@ class MySqlConnector:
             structures=self.structures,
             captured=self.captured_tables,
             signal_table=TableId.parse(signal) if signal else None,
+            source_block=self.source_block,
         )
         self._chunks.append(chunks)
         return chunks

@@ -64,10 +64,6 @@ MYSQL_UNSUPPORTED: Mapping[str, str] = MappingProxyType(
         "use.nongraceful.disconnect": (
             "cdcflow always stops its binlog reader by closing the socket under it"
         ),
-        "read.only": (
-            "read-only incremental snapshots (GTID-based watermarks) are not implemented: "
-            "incremental snapshots write their watermarks to signal.data.collection"
-        ),
     }
 )
 MYSQL_ALIASES: Mapping[str, str] = MappingProxyType(

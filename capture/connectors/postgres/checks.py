@@ -259,7 +259,7 @@ def is_standby(conn: psycopg.Connection[tuple[Any, ...]]) -> bool:
 
 
 def check_standby(
-    conn: psycopg.Connection[tuple[Any, ...]], *, action_query: str, chunked: bool
+    conn: psycopg.Connection[tuple[Any, ...]], *, action_query: str, writes_watermarks: bool
 ) -> None:
     """What a connector on a standby cannot do, refused at start with the way out; what puts
     its slot at risk, warned about."""
@@ -269,11 +269,12 @@ def check_standby(
             "it (on a standby the slot follows the WAL the primary sends, with no writes of "
             "the connector's), or point the connector at the primary"
         )
-    if chunked:
+    if writes_watermarks:
         raise FatalError(
-            "snapshot.strategy=chunked writes watermark rows into the signal table, and the "
-            "server is a standby, which cannot: use snapshot.strategy=exported, or point the "
-            "connector at the primary"
+            "incremental snapshots (and snapshot.strategy=chunked) write watermark rows into "
+            "the signal table, and the server is a standby, which cannot: set read.only=true "
+            "(chunks are then bracketed by WAL positions and nothing is written; signals come "
+            "through Kafka, POST /signals or rows inserted on the primary)"
         )
     if str(_scalar(conn, "SHOW hot_standby_feedback", ())) != "on":
         log.warning(

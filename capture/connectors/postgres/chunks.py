@@ -21,6 +21,8 @@ import psycopg
 from psycopg import sql
 from psycopg.types.string import TextLoader
 
+from cdcflow.capture.connectors.postgres.pgoutput import parse_lsn
+from cdcflow.capture.connectors.postgres.source import SourceBlock, lsn_offset
 from cdcflow.capture.connectors.postgres.tables import DecodedTable, TableCatalog
 from cdcflow.capture.converting import ConversionError, ConvertingFailures
 from cdcflow.capture.errors import (
@@ -29,9 +31,14 @@ from cdcflow.capture.errors import (
     SnapshotQueryError,
     SnapshotSchemaChangedError,
 )
-from cdcflow.capture.spi import ChunkRow, RowChange, TableId, TableSchema
+from cdcflow.capture.spi import ChunkRow, Offset, RowChange, TableId, TableSchema
 
 log = logging.getLogger(__name__)
+#: The WAL position a chunk read is bracketed by under read.only.
+CURRENT_LSN_SQL = (
+    "SELECT CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() "
+    "ELSE pg_current_wal_insert_lsn() END"
+)
 #: Errors of a chunk query that only a schema change between reading the table's columns and
 #: its rows explains: a column gone or retyped.
 SCHEMA_ERRORS = (
@@ -53,8 +60,10 @@ class PostgresChunks:
         signal_table: TableId | None,
         converting: ConvertingFailures | None = None,
         emit_retries: SignalEmitRetries | None = None,
+        source_block: SourceBlock | None = None,
     ) -> None:
         self._conn = conn
+        self._source_block = source_block
         self._catalog = catalog
         self._captured = captured
         self._signal_table = signal_table
@@ -157,6 +166,32 @@ class PostgresChunks:
         events arrive before the window opens while the chunk holds the older row."""
         xid = change.source.get("txId")
         return self._seen is not None and xid is not None and self._seen.misses(int(xid))
+
+    # -- read.only: positions instead of watermark rows (capabilities.PositionWatermarks) ----
+
+    #: a chunk read's pg_current_snapshot() tells exactly which streamed transactions it
+    #: could not see (:meth:`missed`)
+    sees_visibility = True
+
+    def log_position(self) -> Offset:
+        """Where the WAL is now: inserted on a primary, replayed on a standby."""
+        row = self._conn.execute(CURRENT_LSN_SQL).fetchone()
+        assert row is not None
+        return lsn_offset(lsn=parse_lsn(str(row[0])), tx_id=None, ts_us=time.time_ns() // 1000)
+
+    def position_key(self, offset: Offset) -> tuple[int]:
+        return (int(offset.get("lsn") or 0),)
+
+    def source_at(self, offset: Offset) -> dict[str, Any]:
+        assert self._source_block is not None, "read.only needs the connector's source block"
+        lsn = int(offset.get("lsn") or 0)
+        return self._source_block.build(
+            ts_us=int(offset.get("ts_usec") or time.time_ns() // 1000),
+            table=None,
+            tx_id=offset.get("txId"),
+            lsn=lsn,
+            last_commit_lsn=lsn,
+        )
 
     def write_signal(self, *, signal_id: str, signal_type: str, data: str) -> None:
         assert self._signal_table is not None

@@ -225,7 +225,8 @@ class PostgresConnector:
             checks.check_standby(
                 self.conn,
                 action_query=self.properties.heartbeat_action_query,
-                chunked=self.properties.snapshot_strategy == "chunked",
+                writes_watermarks=not self.properties.read_only
+                and bool(self.properties.signal_data_collection),
             )
         checks.wait_for_slot(
             self.conn,
@@ -486,6 +487,7 @@ class PostgresConnector:
             captured=self.captured_tables,
             signal_table=TableId.parse(signal) if signal else None,
             converting=self._converting,
+            source_block=self.source_block,
             emit_retries=SignalEmitRetries(
                 max_retries=self.properties.signal_emit_failure_max_retries,
                 backoff_s=self.properties.signal_emit_failure_backoff_ms / 1000,
