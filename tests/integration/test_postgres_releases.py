@@ -343,3 +343,48 @@ def _nudged(primary: PostgresServer, running: Any) -> bool | None:
         conn.execute("SELECT pg_log_standby_snapshot()")
     time.sleep(0.5)
     return None
+
+
+def test_a_transaction_larger_than_the_decoding_memory_streams_without_a_server_spill(
+    harness: CaptureHarness,
+) -> None:
+    table = harness.table("huge")
+    harness.sql(
+        f"CREATE TABLE {table} (id int PRIMARY KEY, v text)",
+        "ALTER SYSTEM SET logical_decoding_work_mem = '64kB'",  # the least the server allows
+        "SELECT pg_reload_conf()",
+    )
+    try:
+        running = harness.start(harness.resource([table], **PLAIN))
+        harness.sql(
+            "BEGIN",
+            f"INSERT INTO {table} SELECT g, 'row ' || g FROM generate_series(1, 20000) g",
+            "SAVEPOINT undone",
+            f"INSERT INTO {table} SELECT g, 'rolled back' FROM generate_series(50001, 50100) g",
+            "ROLLBACK TO SAVEPOINT undone",
+            f"UPDATE {table} SET v = 'updated' WHERE id <= 10",
+            "COMMIT",
+        )
+        harness.sql(
+            "BEGIN",
+            f"INSERT INTO {table} SELECT g, 'aborted' FROM generate_series(60001, 80000) g",
+            "ROLLBACK",
+        )
+        harness.sql(f"INSERT INTO {table} VALUES (99999, 'after')")
+        topic = f"public.{table}"
+        events = harness.wait_for_events(topic, lambda ev: any(e.key == {"id": 99999} for e in ev))
+        spilled, streamed = harness.query(
+            "SELECT spill_txns, stream_txns FROM pg_stat_replication_slots "
+            f"WHERE slot_name = '{harness.name}'"
+        )[0]
+        running.stop()
+    finally:
+        harness.sql("ALTER SYSTEM RESET logical_decoding_work_mem", "SELECT pg_reload_conf()")
+
+    ops = [(e.key["id"], e.op) for e in events]
+    assert ops == [
+        *[(n, "c") for n in range(1, 20001)],
+        *[(n, "u") for n in range(1, 11)],
+        (99999, "c"),
+    ], "the transaction whole and in order; nothing of the savepoint or the aborted one"
+    assert (spilled, streamed) == (0, 2), "streamed while running, nothing spilled"

@@ -51,6 +51,7 @@ from cdcflow.capture.connectors.postgres.source import (
     XminTracker,
     lsn_offset,
 )
+from cdcflow.capture.connectors.postgres.spool import TransactionSpool
 from cdcflow.capture.connectors.postgres.tables import TableCatalog
 from cdcflow.capture.converting import ConvertingFailures
 from cdcflow.capture.envelope import TRANSACTION_BLOCK, frame
@@ -443,6 +444,7 @@ class PostgresConnector:
             ),
             converting=self._converting,
             resume_within=_resumed_transaction(position),
+            spool=TransactionSpool() if self._streams_in_progress() else None,
         )
 
     def _start_replication(self, start: int) -> None:
@@ -457,6 +459,7 @@ class PostgresConnector:
                     publication=self.properties.publication_name,
                     start_lsn=start,
                     messages=True,
+                    streaming=self._streams_in_progress(),
                     extra=self.properties.stream_params,
                 )
                 return
@@ -465,6 +468,13 @@ class PostgresConnector:
                     raise
                 log.warning("%s; retrying, attempt %d of %d", error, attempt + 1, retries)
                 time.sleep(self.properties.slot_retry_delay_ms / 1000)
+
+    def _streams_in_progress(self) -> bool:
+        """``stream.in.progress.transactions`` on a server that can (14 and newer)."""
+        return (
+            self.properties.stream_in_progress_transactions
+            and self.conn.info.server_version >= 140000
+        )
 
     def _xmin_tracker(self) -> XminTracker | None:
         """``xmin.fetch.interval.ms`` > 0: the slot's xmin for ``source.xmin`` and offsets."""

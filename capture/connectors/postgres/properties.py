@@ -186,6 +186,14 @@ class PostgresProperties(EngineProperties):
     slot_max_retries: int = Field(6, alias="slot.max.retries", ge=0)
     slot_retry_delay_ms: int = Field(10000, alias="slot.retry.delay.ms", ge=0)
     slot_stream_params: str = Field("", alias="slot.stream.params")
+    stream_in_progress_transactions: bool = Field(
+        True,
+        alias="stream.in.progress.transactions",
+        description="cdcflow: a transaction larger than the server's logical_decoding_work_mem "
+        "is streamed while it runs (pgoutput protocol 2, PostgreSQL 14+) and kept on the "
+        "capture's disk ($TMPDIR) until it commits, instead of spilled on the server's; events "
+        "are emitted at commit as always.",
+    )
     snapshot_lock_timeout_ms: int = Field(10000, alias="snapshot.lock.timeout.ms", ge=0)
     snapshot_locking_mode: Literal["none", "shared"] = Field("none", alias="snapshot.locking.mode")
     snapshot_query_mode: Literal["select_all"] = Field("select_all", alias="snapshot.query.mode")

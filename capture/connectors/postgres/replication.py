@@ -23,7 +23,7 @@ from cdcflow.capture.errors import FatalError, RetriableError
 
 log = logging.getLogger(__name__)
 #: pgoutput options cdcflow sets itself; slot.stream.params cannot override them.
-FIXED_OPTIONS = frozenset({"proto_version", "publication_names", "messages"})
+FIXED_OPTIONS = frozenset({"proto_version", "publication_names", "messages", "streaming"})
 
 
 class SlotInUseError(FatalError):
@@ -98,17 +98,21 @@ class ReplicationStream:
         publication: str,
         start_lsn: int,
         messages: bool,
+        streaming: bool = False,
         extra: Mapping[str, str] | None = None,
     ) -> None:
-        """START_REPLICATION with pgoutput protocol 1 for ``publication``.
+        """START_REPLICATION with pgoutput protocol 1 for ``publication``; with ``streaming``,
+        protocol 2 streaming in-progress transactions (PostgreSQL 14 and newer).
 
         ``extra`` (``slot.stream.params``) adds plugin options; the ones cdcflow sets itself
         win, as Debezium's defaults do.
         """
         options = [
-            "proto_version '1'",
+            "proto_version '2'" if streaming else "proto_version '1'",
             f"publication_names {_quote_literal(_quote_ident(publication))}",
         ]
+        if streaming:
+            options.append("streaming 'on'")
         if messages:
             options.append("messages 'true'")
         for name, value in (extra or {}).items():

@@ -18,6 +18,13 @@ from typing import Any, Final
 
 from cdcflow.capture.connectors.postgres import pgoutput
 from cdcflow.capture.connectors.postgres.replication import Frames
+from cdcflow.capture.connectors.postgres.spool import (
+    STREAM_ABORT,
+    STREAM_COMMIT,
+    STREAM_START,
+    STREAM_STOP,
+    TransactionSpool,
+)
 from cdcflow.capture.connectors.postgres.tables import ColumnSpec, DecodedTable, TableCatalog
 from cdcflow.capture.converting import CONVERSION_ERRORS, ConvertingFailures
 from cdcflow.capture.errors import FatalError, sentence
@@ -36,6 +43,8 @@ from cdcflow.capture.spi import (
 )
 
 log = logging.getLogger(__name__)
+#: The first byte of the messages that frame a streamed transaction (protocol 2).
+STREAMING = frozenset({STREAM_START, STREAM_STOP, STREAM_COMMIT, STREAM_ABORT})
 UNCHANGED: Final = pgoutput.UNCHANGED_TOAST
 
 
@@ -243,7 +252,10 @@ class PostgresStream:
         flushing: LsnFlushing | None = None,
         converting: ConvertingFailures | None = None,
         resume_within: tuple[int, int] | None = None,
+        spool: TransactionSpool | None = None,
     ) -> None:
+        #: in-progress transactions the server streams (protocol 2), on disk until commit
+        self._spool = spool
         self._flushing = flushing or LsnFlushing()
         self._converting = converting or ConvertingFailures("fail")
         self._skip_unchanged = skip_unchanged
@@ -302,6 +314,8 @@ class PostgresStream:
 
     def close(self) -> None:
         self._stream.close()
+        if self._spool is not None:
+            self._spool.close()
 
     def offset_in_transaction(self) -> Offset | None:
         """Inside a transaction: resume from the last commit, skipping this transaction's
@@ -328,7 +342,7 @@ class PostgresStream:
     # -- the event loop ----------------------------------------------------------------------
 
     def events(self) -> Iterator[Event]:
-        stream, decode = self._stream, pgoutput.decode_message
+        stream, decode, spool = self._stream, pgoutput.decode_message, self._spool
         self._send_status()
         while True:
             frame = stream.read(self._poll_interval)
@@ -345,6 +359,13 @@ class PostgresStream:
             assert isinstance(frame, pgoutput.XLogData)
             if frame.data_start > self._received:
                 self._received = frame.data_start
+            if spool is not None and (spool.block is not None or frame.payload[0] in STREAMING):
+                # a streamed transaction: kept on disk, played back whole at its commit
+                for replayed in spool.feed(frame):
+                    event = self._handle(decode(replayed.payload), replayed.data_start)
+                    if event is not None:
+                        yield event
+                continue
             event = self._handle(decode(frame.payload), frame.data_start)
             if event is not None:
                 yield event
