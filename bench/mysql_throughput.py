@@ -78,7 +78,7 @@ class BinlogPoint:
         return cls(int(file.rpartition(".")[2]), pos, file, gtids)
 
 
-def _connect(server: mariadb.MariaDbServer) -> pymysql.Connection[Any]:
+def connect_root(server: mariadb.MariaDbServer) -> pymysql.Connection[Any]:
     settings = server.connection_settings()
     return pymysql.connect(
         host=str(settings["host"]),
@@ -91,7 +91,7 @@ def _connect(server: mariadb.MariaDbServer) -> pymysql.Connection[Any]:
 
 
 def _master_status(server: mariadb.MariaDbServer) -> BinlogPoint:
-    with _connect(server) as conn, conn.cursor() as cursor:
+    with connect_root(server) as conn, conn.cursor() as cursor:
         cursor.execute("SHOW MASTER STATUS")
         row = cursor.fetchone()
         assert row is not None, "the server writes no binlog"
@@ -101,7 +101,7 @@ def _master_status(server: mariadb.MariaDbServer) -> BinlogPoint:
 
 
 def _write_backlog(server: mariadb.MariaDbServer, rows: int) -> None:
-    with _connect(server) as conn, conn.cursor() as cursor:
+    with connect_root(server) as conn, conn.cursor() as cursor:
         for start in range(1, rows + 1, 1000):
             end = min(start + 999, rows)
             cursor.execute(
@@ -274,7 +274,7 @@ def main() -> None:
     debezium: Rate | None = None
     with mariadb.running_mariadb() as server, kafka.running_kafka() as broker:
         warm_kafka_for_drains(broker.bootstrap_servers)
-        with _connect(server) as conn, conn.cursor() as cursor:
+        with connect_root(server) as conn, conn.cursor() as cursor:
             cursor.execute(SCHEMA)
         start = _master_status(server)
         started = time.perf_counter()

@@ -43,6 +43,7 @@ HOT_MODULES = (
     "cdcflow.capture.connectors.postgres.types",
     "cdcflow.capture.connectors.postgres.replication",
     "cdcflow.capture.connectors.postgres.source",
+    "cdcflow.capture.connectors.postgres.spool",
     "cdcflow.capture.connectors.postgres.snapshotter",
     "cdcflow.capture.connectors.mysql.binlog",
     "cdcflow.capture.connectors.mysql.rowimages",
