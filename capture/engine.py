@@ -271,10 +271,8 @@ class Engine:
                 configured=_configuration_based(properties),
             )
             offset = plan.offset
-            if plan.stream:
-                watch = (
-                    self._watch_log_budget()
-                )  # initial_only opens no slot, as Debezium: it would hold WAL for nobody
+            if plan.stream:  # initial_only opens no slot, as Debezium: it would hold WAL for nobody
+                watch = self._watch_log_budget()
                 connector.prepare_stream(
                     for_snapshot=plan.snapshot, offset=None if plan.snapshot else offset
                 )
