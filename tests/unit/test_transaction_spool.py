@@ -100,3 +100,19 @@ def test_streaming_messages_out_of_their_frame_are_protocol_errors(tmp_path: Pat
         list(spool.feed(_frame(1, _commit(700, 2, 3))))
     with pytest.raises(ProtocolError, match="outside a stream block"):
         list(spool.feed(_frame(1, _insert(700, "x"))))
+
+
+def test_a_spool_left_by_a_killed_run_is_removed_and_a_live_one_kept(tmp_path: Path) -> None:
+    live = TransactionSpool(tmp_path)
+    abandoned = tmp_path / "4242-killed"
+    abandoned.mkdir()
+    (abandoned / "600.spool").write_bytes(b"half a transaction")
+    (abandoned / "lock").touch()
+
+    other = TransactionSpool(tmp_path)
+
+    assert not abandoned.exists(), "nobody held its lock"
+    assert len(list(tmp_path.iterdir())) == 2, "the live spools stay"
+    live.close()
+    other.close()
+    assert not list(tmp_path.iterdir())

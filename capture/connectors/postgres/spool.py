@@ -17,8 +17,10 @@ the spool files.
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import os
+import shutil
 import struct
 import tempfile
 from collections.abc import Iterator
@@ -39,6 +41,7 @@ _STREAM_COMMIT = struct.Struct(">IBqqq")
 _BEGIN = struct.Struct(">qqi")
 _COMMIT = struct.Struct(">bqqq")
 BUFFER_BYTES = 1 << 20
+LOCK = "lock"
 
 
 @dataclass
@@ -53,13 +56,17 @@ class _Spooled:
 
 
 class TransactionSpool:
-    """See the module docstring. ``directory`` holds the files (a fresh temporary folder
-    by default); what is left from a crashed run is removed at start."""
+    """See the module docstring. Each spool has a folder of its own under ``directory``
+    (``$TMPDIR/cdcflow-spool`` by default), locked while it lives; folders nobody holds —
+    left by a killed run, whose container restarts with the same ``/tmp`` — are removed."""
 
     def __init__(self, directory: Path | None = None) -> None:
         base = directory or Path(tempfile.gettempdir()) / "cdcflow-spool"
         base.mkdir(parents=True, exist_ok=True)
+        _remove_abandoned(base)
         self._directory = Path(tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=base))
+        self._lock = (self._directory / LOCK).open("a")
+        fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         self._open: dict[int, _Spooled] = {}
         #: the top-level xid of the block being received, None outside blocks
         self.block: int | None = None
@@ -87,9 +94,8 @@ class TransactionSpool:
         for spooled in self._open.values():
             spooled.file.close()
         self._open.clear()
-        for leftover in self._directory.glob("*"):
-            leftover.unlink(missing_ok=True)
-        self._directory.rmdir()
+        self._lock.close()
+        shutil.rmtree(self._directory, ignore_errors=True)
 
     @property
     def transactions(self) -> int:
@@ -152,6 +158,20 @@ class TransactionSpool:
             message = source.read(length)
             if subxid not in aborted:
                 yield XLogData(lsn, frame.wal_end, frame.send_time_us, message)
+
+
+def _remove_abandoned(base: Path) -> None:
+    """Remove the spool folders under ``base`` whose lock no process holds."""
+    for folder in base.iterdir():
+        try:
+            with (folder / LOCK).open("a") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            continue  # a running spool's
+        except OSError:
+            pass  # not a spool folder of ours, or half made: nobody's either
+        log.info("removing %s, left by a capture that did not stop", folder)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _xid(payload: bytes, pos: int) -> int:
