@@ -3,7 +3,9 @@ back as the server would send them unstreamed, aborted work left out, nothing ke
 
 from __future__ import annotations
 
+import os
 import struct
+import time
 from pathlib import Path
 
 import pytest
@@ -108,11 +110,16 @@ def test_a_spool_left_by_a_killed_run_is_removed_and_a_live_one_kept(tmp_path: P
     abandoned.mkdir()
     (abandoned / "600.spool").write_bytes(b"half a transaction")
     (abandoned / "lock").touch()
+    an_hour_ago = time.time() - 3600
+    os.utime(abandoned, (an_hour_ago, an_hour_ago))
+
+    being_made = tmp_path / "4243-being-made"  # no lock yet, but young: another capture's
+    being_made.mkdir()
 
     other = TransactionSpool(tmp_path)
 
     assert not abandoned.exists(), "nobody held its lock"
-    assert len(list(tmp_path.iterdir())) == 2, "the live spools stay"
+    assert len(list(tmp_path.iterdir())) == 3, "the live spools and the young folder stay"
     live.close()
     other.close()
-    assert not list(tmp_path.iterdir())
+    assert list(tmp_path.iterdir()) == [being_made]

@@ -23,6 +23,7 @@ import os
 import shutil
 import struct
 import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +43,8 @@ _BEGIN = struct.Struct(">qqi")
 _COMMIT = struct.Struct(">bqqq")
 BUFFER_BYTES = 1 << 20
 LOCK = "lock"
+#: A spool folder younger than this may be one another capture is making: left alone.
+SETTLED_S = 60.0
 
 
 @dataclass
@@ -161,8 +164,15 @@ class TransactionSpool:
 
 
 def _remove_abandoned(base: Path) -> None:
-    """Remove the spool folders under ``base`` whose lock no process holds."""
+    """Remove the spool folders under ``base`` whose lock no process holds (and that are not
+    being made right now: a minute old at least)."""
+    settled = time.time() - SETTLED_S
     for folder in base.iterdir():
+        try:
+            if folder.stat().st_mtime > settled:
+                continue
+        except OSError:
+            continue
         try:
             with (folder / LOCK).open("a") as lock:
                 fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
