@@ -272,10 +272,10 @@ class Engine:
             )
             offset = plan.offset
             if plan.stream:  # initial_only opens no slot, as Debezium: it would hold WAL for nobody
-                watch = self._watch_log_budget()
                 connector.prepare_stream(
                     for_snapshot=plan.snapshot, offset=None if plan.snapshot else offset
                 )
+                watch = self._watch_log_budget()  # once the slot exists
             if plan.snapshot and properties.snapshot_strategy == "chunked":
                 offset = self._chunked_snapshot(pipeline)
             elif plan.snapshot:
