@@ -157,17 +157,7 @@ def running_postgres(
     _init_cluster(bindir=bindir, workdir=workdir, user=user, settings=settings or {})
     port, host = processes.free_port(), processes.service_host()
     process = processes.start_process(
-        [
-            str(bindir / "postgres"),
-            "-D",
-            str(data_dir),
-            "-p",
-            str(port),
-            "-c",
-            f"listen_addresses={host}",
-            "-c",
-            f"unix_socket_directories={workdir}",
-        ],
+        server_command(bindir, data_dir=data_dir, port=port, host=host, sockets=workdir),
         log=log,
         user=user,
     )
@@ -196,6 +186,23 @@ def running_postgres(
     finally:
         processes.stop_process(process)
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def server_command(
+    bindir: Path, *, data_dir: Path, port: int, host: str, sockets: Path
+) -> list[str]:
+    """The command that runs the cluster in ``data_dir`` on ``host:port``."""
+    return [
+        str(bindir / "postgres"),
+        "-D",
+        str(data_dir),
+        "-p",
+        str(port),
+        "-c",
+        f"listen_addresses={host}",
+        "-c",
+        f"unix_socket_directories={sockets}",
+    ]
 
 
 def _init_cluster(

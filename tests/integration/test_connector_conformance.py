@@ -11,15 +11,13 @@ old rows) is the driver's to check.
 from __future__ import annotations
 
 import hashlib
-import time
-from collections.abc import Callable
 from typing import Any
 
 import orjson
 import pytest
 
 from cdcflow.capture.errors import PositionLostError
-from tests.plugins.fix_capture import Event
+from tests.plugins.fix_capture import Event, eventually
 from tests.plugins.fix_conformance import ConnectorDriver
 
 PLAIN_KEYS = {"key.converter.schemas.enable": False}
@@ -154,7 +152,7 @@ def test_the_log_budget_is_measured_and_a_lost_position_stops_until_when_needed_
     first = driver.start([table], **PLAIN_KEYS, **{"log.budget.check.interval.ms": 200})
     driver.run(driver.insert(table, (2, None)))
     driver.wait_for_events(table, lambda ev: len(ev) >= 2)
-    budget = _wait_for(lambda: first.engine.stats.log_budget)
+    budget = eventually(lambda: first.engine.stats.log_budget, what="a log budget")
     first.stop()
     assert budget["state"] == "ok" and budget["oldestNeeded"], budget
     assert budget["message"]
@@ -179,14 +177,6 @@ def test_the_log_budget_is_measured_and_a_lost_position_stops_until_when_needed_
         *[("r", {"id": n}) for n in (1, 2, 3, 4)],
         ("c", {"id": 5}),
     ]
-
-
-def _wait_for(value: Callable[[], Any], timeout_s: float = 30) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while (found := value()) is None:
-        assert time.monotonic() < deadline, "nothing measured in time"
-        time.sleep(0.05)
-    return found
 
 
 def test_skipped_operations_u_emits_no_update_events(driver: ConnectorDriver) -> None:

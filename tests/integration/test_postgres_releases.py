@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +30,7 @@ from cdcflow.capture.log_budget import LogBudget, LogState
 from cdcflow.operator.devservices import postgres
 from cdcflow.operator.devservices.kafka import KafkaBroker
 from cdcflow.operator.devservices.postgres import PostgresServer
-from tests.plugins.fix_capture import CaptureHarness
+from tests.plugins.fix_capture import CaptureHarness, eventually
 from tests.services import postgres_standby
 
 PLAIN = {"key.converter.schemas.enable": False, "value.converter.schemas.enable": False}
@@ -110,7 +110,7 @@ def test_a_slot_warns_near_its_keep_size_and_when_needed_snapshots_once_it_is_in
         first = harness.start(resource)
         harness.sql(f"INSERT INTO {table} VALUES (2, 'streamed')")
         harness.wait_for_events(f"public.{table}", lambda ev: len(ev) >= 2)
-        reported = _eventually(lambda: first.engine.stats.log_budget)
+        reported = eventually(lambda: first.engine.stats.log_budget)
         first.stop()
         assert reported["state"] == "ok" and reported["walStatus"] == "reserved"
         assert reported["safeBytes"] is not None and reported["safeBytes"] > 32 * MIB
@@ -158,14 +158,6 @@ def _write_wal_until(
     raise AssertionError(f"the slot never reached {state}: {budget}")
 
 
-def _eventually(value: Callable[[], Any], timeout_s: float = 30) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while (found := value()) is None:
-        assert time.monotonic() < deadline, "nothing in time"
-        time.sleep(0.05)
-    return found
-
-
 def _retained_below(budget: dict[str, Any] | None, limit: int) -> dict[str, Any] | None:
     """``budget`` once the slot retains less than ``limit`` bytes, else None."""
     if budget is None or budget["retainedBytes"] is None or budget["retainedBytes"] >= limit:
@@ -208,7 +200,7 @@ def test_an_idle_captured_database_holds_no_wal_back_while_others_write(
                 busy.execute("SELECT pg_switch_wal()")
             written = 8 * 16 * MIB
         # the slot follows the server: what it retains shrinks to the segment being written
-        held = _eventually(lambda: _retained_below(running.engine.stats.log_budget, 16 * MIB))
+        held = eventually(lambda: _retained_below(running.engine.stats.log_budget, 16 * MIB))
     finally:
         running.stop()
         harness.sql(f"DROP DATABASE {other}")
@@ -241,7 +233,7 @@ def test_a_failover_slot_carries_the_connector_across_a_promoted_standby(
                 harness.sql(f"INSERT INTO {table} VALUES ({n}, 'before')")
             topic = f"public.{table}"
             harness.wait_for_events(topic, lambda ev: len(ev) >= 11)
-            _eventually(lambda: _synced(standby, harness.name), timeout_s=90)
+            eventually(lambda: _synced(standby, harness.name), timeout_s=90)
             for n in range(12, 22):  # some of these are in flight when the primary fails
                 harness.sql(f"INSERT INTO {table} VALUES ({n}, 'around the failover')")
             postgres_standby.crash(primary)
@@ -312,7 +304,7 @@ def test_the_connector_captures_from_a_standby_and_says_what_it_cannot_do_there(
             resource = on_standby.resource([table], **PLAIN, **{"read.only": True})
             running = on_standby.start(resource, wait_for=None)
             # a slot on a standby is made at the primary's next running-transactions record
-            _eventually(lambda: _nudged(primary, running), timeout_s=60)
+            eventually(lambda: _nudged(primary, running), timeout_s=60)
             harness.sql(
                 f"INSERT INTO {table} VALUES (2, 'created')",
                 f"UPDATE {table} SET v = 'updated' WHERE id = 1",

@@ -57,6 +57,15 @@ class Event:
         return None if self.payload is None else self.payload.get("op")
 
 
+def eventually(value: Callable[[], Any], *, timeout_s: float = 30, what: str = "it") -> Any:
+    """``value()`` once it is not None, polled for up to ``timeout_s`` seconds."""
+    deadline = time.monotonic() + timeout_s
+    while (found := value()) is None:
+        assert time.monotonic() < deadline, f"{what} did not come in {timeout_s} s"
+        time.sleep(0.05)
+    return found
+
+
 @dataclass
 class RunningEngine:
     engine: Engine

@@ -46,17 +46,7 @@ def running_standby(
         _chown_tree(data_dir, user)
     port, host = processes.free_port(), processes.service_host()
     process = processes.start_process(
-        [
-            str(bindir / "postgres"),
-            "-D",
-            str(data_dir),
-            "-p",
-            str(port),
-            "-c",
-            f"listen_addresses={host}",
-            "-c",
-            f"unix_socket_directories={workdir}",
-        ],
+        postgres.server_command(bindir, data_dir=data_dir, port=port, host=host, sockets=workdir),
         log=log,
         user=user,
     )
